@@ -1,0 +1,1 @@
+"""CLI layer: ``laneway serve | sim | check``; the composition root of the process."""

@@ -1,0 +1,55 @@
+"""The ``laneway`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from laneway.cli.check import render
+from laneway.config.load import load_config
+from laneway.core.errors import ConfigError
+
+DEFAULT_CONFIG = "laneway.yaml"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a subcommand; returns the process exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["sim"]:
+        from laneway.sim import main as sim_main
+
+        return sim_main(args[1:])
+    parser = _parser()
+    ns = parser.parse_args(args)
+    if ns.command == "check":
+        return check(ns.config, strict=ns.strict)
+    parser.print_help()
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="laneway", description="LLM lanes with enforced policies."
+    )
+    sub = parser.add_subparsers(dest="command")
+    check_cmd = sub.add_parser("check", help="validate a config and show each lane's policy")
+    check_cmd.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
+    check_cmd.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
+    return parser
+
+
+def check(path: str, *, strict: bool = False) -> int:
+    """Validate ``path`` and print the lane table; non-zero on errors."""
+    try:
+        config, environ = load_config(path)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    table, warnings = render(config, environ)
+    print(table)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    print(f"{len(config.lanes)} lane(s), {len(warnings)} warning(s)")
+    return 1 if strict and warnings else 0

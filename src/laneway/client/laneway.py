@@ -1,0 +1,121 @@
+"""``Laneway``: call lanes from Python with every policy enforced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from laneway.config.load import load_config
+from laneway.config.models import LanewayConfig
+from laneway.core.clock import Clock
+from laneway.core.errors import ConfigError
+from laneway.core.transport import Transport
+from laneway.core.types import EmbeddingResponse, EmbedRequest, LLMResponse
+from laneway.engine.gateway import Engine, chat_request
+from laneway.engine.stream import ChatStream
+from laneway.http.aiohttp import AiohttpTransport
+
+T = TypeVar("T")
+
+CONFIG_ENV = "LANEWAY_CONFIG"
+
+
+class Laneway:
+    """A configured set of lanes. Use as an async context manager, or ``aclose()``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def from_config(cls, path: str | Path, *, transport: Transport | None = None) -> Laneway:
+        """Load ``laneway.yaml`` (and the ``.env`` beside it)."""
+        config, environ = load_config(path)
+        return cls.from_settings(config, environ=environ, transport=transport)
+
+    @classmethod
+    def from_env(cls, variable: str = CONFIG_ENV, *, transport: Transport | None = None) -> Laneway:
+        """Load the config file named by the environment variable ``variable``."""
+        path = os.environ.get(variable)
+        if not path:
+            raise ConfigError(f"environment variable {variable} is unset (path to laneway.yaml)")
+        return cls.from_config(path, transport=transport)
+
+    @classmethod
+    def from_settings(
+        cls,
+        config: LanewayConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        transport: Transport | None = None,
+        clock: Clock | None = None,
+    ) -> Laneway:
+        """Build from an already-parsed config (environment defaults to the process's)."""
+        env = dict(os.environ) if environ is None else environ
+        engine = Engine(config, env, transport or AiohttpTransport(), clock=clock)
+        return cls(engine)
+
+    async def chat(
+        self,
+        lane: str,
+        messages: list[dict[str, Any]],
+        *,
+        deadline: float | None = None,
+        **params: Any,
+    ) -> LLMResponse:
+        """One chat completion; ``deadline`` (seconds) tightens the lane's own."""
+        return await self.engine.chat(lane, chat_request(messages, params), deadline=deadline)
+
+    def chat_stream(
+        self,
+        lane: str,
+        messages: list[dict[str, Any]],
+        *,
+        deadline: float | None = None,
+        **params: Any,
+    ) -> ChatStream:
+        """A streamed chat completion: ``async for chunk in lw.chat_stream(...)``."""
+        return self.engine.chat_stream(lane, chat_request(messages, params), deadline=deadline)
+
+    async def embed(
+        self,
+        lane: str,
+        inputs: str | list[str],
+        *,
+        deadline: float | None = None,
+        **params: Any,
+    ) -> EmbeddingResponse:
+        """Embed one text or a batch; vectors come back in input order."""
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        request = EmbedRequest(texts, params.pop("dimensions", None), params)
+        return await self.engine.embed(lane, request, deadline=deadline)
+
+    async def aclose(self) -> None:
+        """Close pooled connections."""
+        await self.engine.aclose()
+
+    async def __aenter__(self) -> Laneway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def gather_bounded(limit: int, awaitables: Iterable[Awaitable[T]]) -> list[T]:
+    """Await all of ``awaitables`` with at most ``limit`` running at once, in order.
+
+    The first failure cancels the rest (a task group), so no call is left behind.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    gate = asyncio.Semaphore(limit)
+
+    async def bounded(awaitable: Awaitable[T]) -> T:
+        async with gate:
+            return await awaitable
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(bounded(a)) for a in awaitables]
+    return [task.result() for task in tasks]

@@ -1,0 +1,96 @@
+"""Loading ``laneway.yaml``: YAML, a ``.env`` beside it, and readable errors."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import ValidationError
+
+from laneway.config.models import LanewayConfig
+from laneway.core.errors import ConfigError
+
+
+def load_config(path: str | Path) -> tuple[LanewayConfig, dict[str, str]]:
+    """Parse the file and return it with the environment its secrets resolve in.
+
+    The environment is the process's, over the values of a ``.env`` file next to
+    the config (the process wins, so a deploy can override a developer file).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    config = parse_config(text, origin=str(path))
+    return config, environment_for(path)
+
+
+def environment_for(path: Path) -> dict[str, str]:
+    """The process environment over the ``.env`` next to ``path``."""
+    env_file = path.parent / ".env"
+    values = {k: v for k, v in dotenv_values(env_file).items() if v is not None}
+    values.update(os.environ)
+    return values
+
+
+def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
+    """Validate YAML text; errors name each bad key and its line."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{origin}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: the top level must be a mapping with a 'lanes' key")
+    try:
+        return LanewayConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [_describe(err, node, origin) for err in exc.errors()]
+        raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
+
+
+def _describe(err: Mapping[str, Any], node: yaml.Node | None, origin: str) -> str:
+    loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+    where = _dotted(loc)
+    line = _line_of(node, loc)
+    place = f"{origin}:{line}" if line else origin
+    if err["type"] == "extra_forbidden":
+        return f"  {place}: {where}: unknown key"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"  {place}: {where or '(top level)'}: {message}"
+
+
+def _is_union_tag(part: object) -> bool:
+    return isinstance(part, str) and ("[" in part or part in ("int", "str", "float"))
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line where ``loc`` stands in the YAML, as near as it exists."""
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = next((kv for kv in node.value if kv[0].value == part), None)
+            if found is None:
+                break
+            line = found[0].start_mark.line + 1
+            node = found[1]
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line

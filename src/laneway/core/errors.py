@@ -1,0 +1,179 @@
+"""Typed errors. Each carries what happened: lane, source, attempts, elapsed.
+
+The tree::
+
+    LanewayError
+    ├─ ConfigError              the configuration is wrong (named key and place)
+    ├─ RequestInvalid           the caller's input is wrong (named field)
+    ├─ UnknownLane              no lane of that name (lists the lanes there are)
+    ├─ LaneNotReady             the lane cannot run (e.g. its key variable is unset)
+    └─ CallFailed               a call ended without a result; ``attempts`` says why
+       ├─ DeadlineExceeded      the lane's (or caller's) deadline passed
+       ├─ PushbackRefused       an upstream asked to wait longer than the policy allows
+       ├─ Stalled               the lane made no progress anywhere for ``stall_after``
+       ├─ UpstreamFailed        the last attempt failed and the policy gives up
+       │  ├─ UpstreamRejected   the upstream refused the request itself (4xx): never retried
+       │  └─ ContextLengthExceeded
+       ├─ StreamInterrupted     a stream broke after content reached the caller
+       ├─ DimensionMismatch     an embedding's length differs from the lane's pin
+       └─ ResultInvalid         a structured result failed validation after all re-asks
+
+``AttemptFailure`` is not a ``LanewayError``: it is one attempt's failure inside
+the call loop, classified for the retry policy, and never reaches the caller
+except as an entry of ``attempts``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from laneway.core.types import Attempt
+
+
+class LanewayError(Exception):
+    """Base of every error laneway raises on purpose."""
+
+
+class ConfigError(LanewayError):
+    """The configuration is invalid; the message names the key and where it stands."""
+
+
+class RequestInvalid(LanewayError):
+    """The caller's request is invalid; ``field`` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class UnknownLane(LanewayError):
+    """The lane named by the caller does not exist (or the caller may not use it)."""
+
+    def __init__(self, lane: str, known: list[str]) -> None:
+        super().__init__(f"unknown lane {lane!r}; lanes: {', '.join(known) or '(none)'}")
+        self.lane = lane
+        self.known = known
+
+
+class LaneNotReady(LanewayError):
+    """The lane is configured but cannot run, e.g. a key variable is unset."""
+
+    def __init__(self, lane: str, reasons: list[str]) -> None:
+        super().__init__(f"lane {lane!r} is not ready: {'; '.join(reasons)}")
+        self.lane = lane
+        self.reasons = reasons
+
+
+class CallFailed(LanewayError):
+    """A call ended without a result. ``attempts`` lists what each attempt met."""
+
+    code = "upstream_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        lane: str,
+        attempts: tuple[Attempt, ...],
+        elapsed: float,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.lane = lane
+        self.attempts = attempts
+        self.elapsed = elapsed
+        self.deadline = deadline
+
+    @property
+    def source(self) -> str | None:
+        """The source of the last attempt, if any was made."""
+        return self.attempts[-1].source if self.attempts else None
+
+    @property
+    def status(self) -> int | None:
+        """The upstream status of the last attempt, if it got one."""
+        return self.attempts[-1].status if self.attempts else None
+
+
+class DeadlineExceeded(CallFailed):
+    """The call's deadline passed; the in-flight attempt was cancelled."""
+
+    code = "deadline_exceeded"
+
+
+class PushbackRefused(CallFailed):
+    """An upstream's Retry-After could not be honoured within the policy."""
+
+    code = "pushback_refused"
+
+
+class Stalled(CallFailed):
+    """The lane made no progress anywhere for longer than ``stall_after``."""
+
+    code = "stalled"
+
+
+class UpstreamFailed(CallFailed):
+    """The upstream failed and the lane's policy does not try again."""
+
+
+class UpstreamRejected(UpstreamFailed):
+    """The upstream rejected the request itself (4xx); it is never retried."""
+
+    code = "upstream_rejected"
+
+    def __init__(self, message: str, *, body: dict[str, Any] | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.body = body
+
+
+class ContextLengthExceeded(UpstreamRejected):
+    """The request is longer than every tried source's context window."""
+
+    code = "context_length_exceeded"
+
+
+class StreamInterrupted(CallFailed):
+    """A stream broke after content had been forwarded to the caller."""
+
+    code = "stream_interrupted"
+
+
+class DimensionMismatch(CallFailed):
+    """An embedding's length differs from the lane's pinned ``dimensions``."""
+
+    code = "dimension_mismatch"
+
+
+class ResultInvalid(CallFailed):
+    """A structured result stayed invalid after every re-ask."""
+
+    code = "result_invalid"
+
+
+@dataclass(eq=False)
+class AttemptFailure(Exception):
+    """One attempt's failure, classified for the retry policy.
+
+    ``kind`` is ``status`` (an HTTP error answer), ``timeout``, ``connect``,
+    ``empty`` (an empty completion), ``cut`` (a stream or body broken off),
+    ``rejected`` (a 4xx the upstream will refuse again), ``context_length`` or
+    ``malformed`` (an answer that cannot be parsed).
+    """
+
+    kind: str
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+    body: dict[str, Any] | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def label(self) -> str:
+        """The name ``retry_on`` matches: the status code, else the kind."""
+        if self.kind in ("status", "rejected", "context_length") and self.status is not None:
+            return str(self.status)
+        return self.kind

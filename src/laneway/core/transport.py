@@ -1,0 +1,64 @@
+"""The HTTP port: how the engine reaches an upstream, and nothing more.
+
+Adapters (aiohttp in ``laneway.http``, ``MockTransport`` for tests) implement
+``Transport``. Timeouts are not the transport's business: the engine cancels
+the awaiting task at the attempt's bound, and adapters must release the
+connection when cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """An upstream request, fully built by a provider adapter."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """A complete upstream answer. Header names are lower-case."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class HttpStream(Protocol):
+    """An upstream answer whose body arrives as server-sent-event lines."""
+
+    status: int
+    headers: Mapping[str, str]
+
+    def lines(self) -> AsyncIterator[bytes]:
+        """Yield body lines without their line endings."""
+        ...
+
+    async def read(self) -> bytes:
+        """Read the whole remaining body (used for error answers)."""
+        ...
+
+
+class Transport(Protocol):
+    """Sends requests upstream. Raises ``AttemptFailure`` kinds ``connect``/``cut``."""
+
+    async def send(self, request: HttpRequest) -> HttpResponse:
+        """Send and read the whole answer."""
+        ...
+
+    def stream(self, request: HttpRequest) -> AbstractAsyncContextManager[HttpStream]:
+        """Send and expose the answer as a stream of lines."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release pooled connections."""
+        ...

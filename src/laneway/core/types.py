@@ -1,0 +1,141 @@
+"""Requests, results and usage: the values that cross every layer.
+
+Usage fields are ``int | None``: ``None`` means the upstream did not report the
+figure for this call. A missing figure is never turned into 0.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+UsageSource = Literal["provider", "estimated", "none"]
+
+
+class Reasoning(enum.Enum):
+    """Whether a response carried reasoning; ``UNKNOWN`` unless the answer says."""
+
+    UNKNOWN = "unknown"
+    PRESENT = "present"
+    ABSENT = "absent"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one call; ``None`` where the upstream reported nothing.
+
+    ``reasoning_tokens`` and ``cached_tokens`` are parts of completion and
+    prompt tokens respectively (attribution, not extra charges).
+    """
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    source: UsageSource = "none"
+
+    @property
+    def known(self) -> bool:
+        """True when the upstream (or an estimate) gave any figure."""
+        return self.source != "none"
+
+
+NO_USAGE = Usage()
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What one attempt met: the source, the outcome label, and how long it took.
+
+    ``outcome`` is ``ok`` or a ``retry_on`` label (``503``, ``timeout``,
+    ``connect``, ``empty``, ``cut``...). ``waited`` is the backoff or pushback
+    sleep that followed it (0 when none).
+    """
+
+    source: str
+    outcome: str
+    elapsed: float
+    status: int | None = None
+    pushback: bool = False
+    waited: float = 0.0
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Render for error bodies and headers (milliseconds, rounded)."""
+        out: dict[str, Any] = {
+            "source": self.source,
+            "outcome": self.outcome,
+            "elapsed_ms": round(self.elapsed * 1000, 1),
+        }
+        if self.status is not None:
+            out["status"] = self.status
+        if self.pushback:
+            out["pushback"] = True
+        if self.waited:
+            out["waited_ms"] = round(self.waited * 1000, 1)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A chat call: OpenAI-shaped messages plus pass-through parameters."""
+
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRequest:
+    """An embeddings call over one or more input texts."""
+
+    inputs: list[str]
+    dimensions: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LLMResponse:
+    """A completed chat call."""
+
+    lane: str
+    source: str
+    model: str
+    content: str
+    usage: Usage
+    attempts: tuple[Attempt, ...]
+    elapsed: float
+    finish_reason: str | None = None
+    reasoning_content: str | None = None
+    reasoning: Reasoning = Reasoning.UNKNOWN
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class EmbeddingResponse:
+    """A completed embeddings call; ``vectors`` are in input order."""
+
+    lane: str
+    source: str
+    model: str
+    vectors: list[list[float]]
+    usage: Usage
+    attempts: tuple[Attempt, ...]
+    elapsed: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChunk:
+    """One parsed event of a chat stream, in the provider-neutral form.
+
+    ``raw`` is the upstream event as OpenAI's chunk shape, so the gateway can
+    forward it without re-encoding its meaning.
+    """
+
+    content: str = ""
+    reasoning_content: str = ""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    raw: dict[str, Any] | None = None

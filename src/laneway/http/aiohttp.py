@@ -1,0 +1,101 @@
+"""The production transport: one pooled keep-alive aiohttp session.
+
+aiohttp was chosen by measurement (``bench/http_stack.py``, recorded in
+``docs/benchmarks.md``). Cancellation of the awaiting task closes the
+connection, so a cut attempt leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+import aiohttp
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
+
+_CONNECT_ERRORS = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ServerDisconnectedError,
+    aiohttp.ClientOSError,
+)
+
+
+class AiohttpStream:
+    """An open upstream answer read line by line."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.status = response.status
+        self.headers: Mapping[str, str] = {k.lower(): v for k, v in response.headers.items()}
+        self._response = response
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """Yield lines without endings; a broken body raises ``cut``."""
+        try:
+            async for line in self._response.content:
+                yield line.rstrip(b"\r\n")
+        except aiohttp.ClientPayloadError as exc:
+            raise AttemptFailure("cut", f"stream broken off: {exc}") from None
+        except _CONNECT_ERRORS as exc:
+            raise AttemptFailure("cut", f"stream broken off: {exc}") from None
+
+    async def read(self) -> bytes:
+        """Read the rest of the body."""
+        try:
+            return await self._response.read()
+        except (aiohttp.ClientPayloadError, *_CONNECT_ERRORS) as exc:
+            raise AttemptFailure("cut", f"answer broken off: {exc}") from None
+
+
+class AiohttpTransport:
+    """``Transport`` over a shared ``aiohttp.ClientSession`` (created lazily in the loop)."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._limit = limit
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=30.0)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=None),
+                auto_decompress=True,
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def send(self, request: HttpRequest) -> HttpResponse:
+        """Send and read the whole answer; connect and body failures are classified."""
+        try:
+            async with self._client().request(
+                request.method, request.url, data=request.body, headers=dict(request.headers)
+            ) as response:
+                body = await response.read()
+                headers = {k.lower(): v for k, v in response.headers.items()}
+                return HttpResponse(response.status, headers, body)
+        except aiohttp.ClientPayloadError as exc:
+            raise AttemptFailure("cut", f"answer broken off: {exc}") from None
+        except _CONNECT_ERRORS as exc:
+            raise AttemptFailure("connect", f"cannot reach upstream: {exc}") from None
+
+    @asynccontextmanager
+    async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:
+        """Open a streaming answer; the connection is released on exit."""
+        try:
+            response = await self._client().request(
+                request.method, request.url, data=request.body, headers=dict(request.headers)
+            )
+        except _CONNECT_ERRORS as exc:
+            raise AttemptFailure("connect", f"cannot reach upstream: {exc}") from None
+        try:
+            yield AiohttpStream(response)
+        finally:
+            response.close()
+
+    async def aclose(self) -> None:
+        """Close the session and its pooled connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,48 @@
+"""``MockTransport``: a fake upstream that is a plain function (httpx's shape)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
+
+Handler = Callable[[HttpRequest], Awaitable[HttpResponse] | HttpResponse]
+
+
+class _BufferedStream:
+    def __init__(self, response: HttpResponse) -> None:
+        self.status = response.status
+        self.headers: Mapping[str, str] = response.headers
+        self._body = response.body
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        for line in self._body.split(b"\n"):
+            yield line.rstrip(b"\r")
+
+    async def read(self) -> bytes:
+        return self._body
+
+
+class MockTransport:
+    """Answers every request with ``handler(request)``; records what was sent."""
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self.requests: list[HttpRequest] = []
+
+    async def send(self, request: HttpRequest) -> HttpResponse:
+        """Call the handler (sync or async) and return its answer."""
+        self.requests.append(request)
+        result = self._handler(request)
+        if isinstance(result, HttpResponse):
+            return result
+        return await result
+
+    @asynccontextmanager
+    async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:
+        """Serve the handler's whole answer as a stream of lines."""
+        yield _BufferedStream(await self.send(request))
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

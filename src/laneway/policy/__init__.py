@@ -1,0 +1,6 @@
+"""Policy layer: pure decisions (deadline, retry, backoff, pushback).
+
+Depends on ``laneway.core`` only. No I/O, no reading of clocks: every decision
+takes ``now`` from its caller, and randomness comes from an injected
+``random.Random``.
+"""

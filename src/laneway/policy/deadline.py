@@ -1,0 +1,36 @@
+"""Absolute deadlines, anyio-style: a point in monotonic time, never a duration."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """The monotonic instant by which a call must have ended."""
+
+    at: float
+
+    @classmethod
+    def after(cls, now: float, seconds: float | None) -> Deadline:
+        """Return the deadline ``seconds`` from ``now`` (never, for ``None``)."""
+        return cls(math.inf if seconds is None else now + seconds)
+
+    def remaining(self, now: float) -> float:
+        """Seconds left (negative once passed)."""
+        return self.at - now
+
+    def expired(self, now: float) -> bool:
+        """True once the deadline has passed."""
+        return now >= self.at
+
+    def earliest(self, other: Deadline | None) -> Deadline:
+        """The tighter of two deadlines (a caller's and a lane's)."""
+        if other is None or self.at <= other.at:
+            return self
+        return other
+
+    def attempt_bound(self, now: float, attempt_timeout: float) -> float:
+        """An attempt's time budget: its own timeout, cut to the time left."""
+        return min(attempt_timeout, self.remaining(now))

@@ -1,0 +1,135 @@
+"""The OpenAI-compatible wire format (OpenAI, OpenRouter, vLLM, laneway sim...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.transport import HttpRequest, HttpResponse
+from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest, Reasoning, Usage
+from laneway.providers.base import (
+    ChatResult,
+    EmbedResult,
+    classify_status,
+    load_json,
+    openai_usage,
+)
+
+_DONE = b"[DONE]"
+
+
+class OpenAIProvider:
+    """Speaks ``/chat/completions`` and ``/embeddings`` under ``base_url``."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None) -> None:
+        self.model = model
+        root = base_url.rstrip("/")
+        self._chat_url = f"{root}/chat/completions"
+        self._embed_url = f"{root}/embeddings"
+        self._headers = {"content-type": "application/json"}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+
+    def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
+        """Build the body: caller parameters, then the source's model and messages."""
+        body: dict[str, Any] = {**request.params, "model": self.model, "messages": request.messages}
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+        else:
+            body.pop("stream", None)
+            body.pop("stream_options", None)
+        return HttpRequest("POST", self._chat_url, self._headers, orjson.dumps(body))
+
+    def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
+        """Parse ``chat.completion``; error answers become classified failures."""
+        if response.status >= 400:
+            raise self.failure(response.status, response.headers, response.body, wall_now)
+        data = load_json(response.body, "chat answer")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise AttemptFailure("malformed", "chat answer has no choices")
+        message = choices[0].get("message") or {}
+        usage = openai_usage(data.get("usage"))
+        reasoning_text = message.get("reasoning_content") or message.get("reasoning")
+        return ChatResult(
+            content=message.get("content") or "",
+            usage=usage,
+            model=str(data.get("model") or self.model),
+            finish_reason=choices[0].get("finish_reason"),
+            reasoning_content=reasoning_text if isinstance(reasoning_text, str) else None,
+            reasoning=reasoning_verdict(bool(reasoning_text), usage),
+            has_tool_calls=bool(message.get("tool_calls")),
+            raw=data,
+        )
+
+    def parse_event(self, data: bytes) -> ChatChunk | None:
+        """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""
+        if data.strip() == _DONE:
+            return None
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"malformed event: {exc}") from None
+        if not isinstance(event, dict):
+            raise ValueError("malformed event: not an object")
+        if "error" in event:
+            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
+        return _chunk(event)
+
+    def embed_request(self, request: EmbedRequest) -> HttpRequest:
+        """Build ``/embeddings``; ``dimensions`` is sent when the lane pins it."""
+        body: dict[str, Any] = {**request.params, "model": self.model, "input": request.inputs}
+        if request.dimensions is not None:
+            body["dimensions"] = request.dimensions
+        return HttpRequest("POST", self._embed_url, self._headers, orjson.dumps(body))
+
+    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
+        """Parse the vectors, reordered by their ``index``."""
+        if response.status >= 400:
+            raise self.failure(response.status, response.headers, response.body, wall_now)
+        data = load_json(response.body, "embeddings answer")
+        items = data.get("data")
+        if not isinstance(items, list):
+            raise AttemptFailure("malformed", "embeddings answer has no data list")
+        try:
+            ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
+            vectors = [list(item["embedding"]) for item in ordered]
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
+            raise AttemptFailure("malformed", f"embeddings answer is malformed: {exc}") from None
+        usage = openai_usage(data.get("usage"))
+        return EmbedResult(vectors, usage, str(data.get("model") or self.model))
+
+    def failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, wall_now: float
+    ) -> AttemptFailure:
+        """Classify an error answer (shared rules in ``providers.base``)."""
+        return classify_status(status, headers, body, wall_now)
+
+
+def reasoning_verdict(carried_text: bool, usage: Usage) -> Reasoning:
+    """PRESENT with reasoning text or tokens; ABSENT only on a reported zero."""
+    if carried_text or (usage.reasoning_tokens or 0) > 0:
+        return Reasoning.PRESENT
+    if usage.reasoning_tokens == 0:
+        return Reasoning.ABSENT
+    return Reasoning.UNKNOWN
+
+
+def _chunk(event: dict[str, Any]) -> ChatChunk:
+    choices = event.get("choices") or []
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    delta = first.get("delta") or {}
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+    usage = openai_usage(event["usage"]) if event.get("usage") else None
+    return ChatChunk(
+        content=delta.get("content") or "",
+        reasoning_content=reasoning if isinstance(reasoning, str) else "",
+        finish_reason=first.get("finish_reason"),
+        usage=usage,
+        model=event.get("model"),
+        raw=event,
+    )

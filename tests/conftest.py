@@ -1,0 +1,20 @@
+"""Shared fixtures: one loopback simulator for the session, and lane builders.
+
+No test reaches beyond 127.0.0.1: every upstream is ``laneway sim``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from laneway.sim import RunningSim, start_in_thread
+
+
+@pytest.fixture(scope="session")
+def sim() -> Iterator[RunningSim]:
+    """The simulator, over real loopback HTTP."""
+    running = start_in_thread()
+    yield running
+    running.stop()

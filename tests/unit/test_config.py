@@ -1,0 +1,88 @@
+"""laneway.yaml: strict keys with line numbers, units, secrets, coherence checks."""
+
+import pytest
+
+from laneway.config import Secret, parse_config
+from laneway.core.errors import ConfigError
+from laneway.core.units import parse_duration, parse_size
+
+MINIMAL = """
+lanes:
+  engram-summarize:
+    kind: chat
+    deadline: 28s
+    attempt_timeout: 8s
+    retries: 2
+    retry_on: [503, timeout, connect]
+    backoff: {kind: constant, base: 1s}
+    client_deadline: 30s
+    sources:
+      - provider: openai
+        base_url: http://127.0.0.1:9100/b/ok/v1
+        model: some/model
+        api_key: os.environ/OPENROUTER_API_KEY
+"""
+
+
+def test_issue_schema_parses() -> None:
+    lane = parse_config(MINIMAL).lanes["engram-summarize"]
+    assert lane.deadline == 28.0
+    assert lane.per_attempt == 8.0
+    assert lane.retry_on == [503, "timeout", "connect"]
+    assert lane.sources[0].api_key == Secret(env="OPENROUTER_API_KEY")
+
+
+def test_unknown_key_is_named_with_its_line() -> None:
+    text = MINIMAL.replace("    retries: 2\n", "    retries: 2\n    num_retries: 3\n")
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, origin="laneway.yaml")
+    assert "laneway.yaml:8: lanes.engram-summarize.num_retries: unknown key" in str(err.value)
+
+
+def test_unknown_key_in_a_source() -> None:
+    text = MINIMAL.replace("model: some/model", "model: some/model\n        timeout: 3")
+    with pytest.raises(ConfigError, match=r"sources\[0\]\.timeout: unknown key"):
+        parse_config(text)
+
+
+def test_retries_without_retry_on_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="retry_on is empty"):
+        parse_config(MINIMAL.replace("    retry_on: [503, timeout, connect]\n", ""))
+
+
+def test_rejection_codes_cannot_be_retried() -> None:
+    with pytest.raises(ConfigError, match="400 is a rejection"):
+        parse_config(MINIMAL.replace("[503, timeout, connect]", "[400]"))
+
+
+def test_unknown_retry_class_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="retry_on"):
+        parse_config(MINIMAL.replace("[503, timeout, connect]", "[503, flaky]"))
+
+
+def test_defaults_are_explicit_and_safe() -> None:
+    text = "lanes:\n  x:\n    sources: [{base_url: 'http://127.0.0.1:1/v1', model: m}]\n"
+    lane = parse_config(text).lanes["x"]
+    assert lane.retries == 0
+    assert lane.retry_on == []
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("250ms", 0.25), ("7s", 7.0), ("2m", 120.0), (3, 3.0), ("1.5s", 1.5)]
+)
+def test_durations(text, seconds) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_sizes() -> None:
+    assert parse_size("32MiB") == 32 * 1024 * 1024
+    with pytest.raises(ValueError):
+        parse_size("32 megs")
+
+
+def test_secret_forms_and_redaction() -> None:
+    env = {"K": "secret-value"}
+    assert Secret.parse("os.environ/K").resolve(env) == "secret-value"
+    assert Secret.parse("${K}").resolve(env) == "secret-value"
+    assert Secret.parse("${MISSING}").resolve(env) is None
+    assert "sk-live" not in repr(Secret.parse("sk-live-123"))
