@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock, SystemClock
-from laneway.core.errors import AttemptFailure, LaneNotReady, RequestInvalid, UnknownLane
+from laneway.core.errors import (
+    AttemptFailure,
+    CallFailed,
+    LaneNotReady,
+    RequestInvalid,
+    UnknownLane,
+)
+from laneway.core.records import CallMeta, CallObserver
 from laneway.core.transport import Transport
 from laneway.core.types import ChatRequest, EmbeddingResponse, EmbedRequest, LLMResponse
 from laneway.engine.call import CallLoop
 from laneway.engine.lane import Lane, Source, build_lane
+from laneway.engine.recording import Recorder
 from laneway.engine.stream import ChatStream
 from laneway.policy.deadline import Deadline
 from laneway.providers.base import ChatResult, EmbedResult
@@ -29,11 +38,13 @@ class Engine:
         *,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        observers: Sequence[CallObserver] = (),
     ) -> None:
         self.config = config
         self.transport = transport
         self.clock = clock or SystemClock()
         self.loop = CallLoop(self.clock, rng)
+        self.recorder = Recorder(observers, self.clock)
         self.lanes: dict[str, Lane] = {
             name: build_lane(name, lane, environ) for name, lane in config.lanes.items()
         }
@@ -58,10 +69,16 @@ class Engine:
         return own.earliest(Deadline.after(now, caller_seconds))
 
     async def chat(
-        self, lane_name: str, request: ChatRequest, *, deadline: float | None = None
+        self,
+        lane_name: str,
+        request: ChatRequest,
+        *,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
     ) -> LLMResponse:
         """One non-streaming chat call under the lane's policy."""
         lane = self.lane(lane_name, "chat")
+        started = self.recorder.start()
         wants_empty_retry = "empty" in lane.policy.retry_on
 
         async def attempt(source: Source) -> ChatResult:
@@ -72,8 +89,22 @@ class Engine:
                 raise AttemptFailure("empty", "the upstream returned an empty completion")
             return result
 
-        done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
+        try:
+            done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
+        except (CallFailed, asyncio.CancelledError) as exc:
+            self.recorder.failed(lane, started, meta, exc)
+            raise
         r = done.result
+        self.recorder.ok(
+            lane,
+            started,
+            meta,
+            source=done.source.name,
+            model=r.model,
+            usage=r.usage,
+            attempts=done.attempts,
+            status=200,
+        )
         return LLMResponse(
             lane=lane.name,
             source=done.source.name,
@@ -89,17 +120,28 @@ class Engine:
         )
 
     def chat_stream(
-        self, lane_name: str, request: ChatRequest, *, deadline: float | None = None
+        self,
+        lane_name: str,
+        request: ChatRequest,
+        *,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
     ) -> ChatStream:
         """A streaming chat call; iterate the result for chunks."""
         lane = self.lane(lane_name, "chat")
-        return ChatStream(self, lane, request, self.deadline(lane, deadline))
+        return ChatStream(self, lane, request, self.deadline(lane, deadline), meta)
 
     async def embed(
-        self, lane_name: str, request: EmbedRequest, *, deadline: float | None = None
+        self,
+        lane_name: str,
+        request: EmbedRequest,
+        *,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
     ) -> EmbeddingResponse:
         """Embed every input; each vector is checked against the lane's pinned length."""
         lane = self.lane(lane_name, "embed")
+        started = self.recorder.start()
         pinned = lane.config.dimensions
         if pinned is not None and request.dimensions not in (None, pinned):
             raise RequestInvalid("dimensions", f"lane {lane.name} is pinned to {pinned}")
@@ -111,8 +153,23 @@ class Engine:
             check_vectors(result, len(request.inputs), pinned)
             return result
 
-        done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
+        try:
+            done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
+        except (CallFailed, asyncio.CancelledError) as exc:
+            self.recorder.failed(lane, started, meta, exc)
+            raise
         r = done.result
+        self.recorder.ok(
+            lane,
+            started,
+            meta,
+            source=done.source.name,
+            model=r.model,
+            usage=r.usage,
+            attempts=done.attempts,
+            status=200,
+            embedding_dim=len(r.vectors[0]) if r.vectors else None,
+        )
         return EmbeddingResponse(
             lane=lane.name,
             source=done.source.name,

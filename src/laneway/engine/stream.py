@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
+from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
-from laneway.core.types import Attempt, ChatChunk, ChatRequest, Usage
+from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
 from laneway.policy.deadline import Deadline
 
@@ -60,8 +61,17 @@ class ChatStream:
     are filled as the stream runs.
     """
 
-    def __init__(self, engine: Engine, lane: Lane, request: ChatRequest, deadline: Deadline):
+    def __init__(
+        self,
+        engine: Engine,
+        lane: Lane,
+        request: ChatRequest,
+        deadline: Deadline,
+        meta: CallMeta | None = None,
+    ) -> None:
         self._engine = engine
+        self._meta = meta
+        self._call = engine.recorder.start()
         self.lane = lane
         self._request = request
         self._deadline = deadline
@@ -107,13 +117,40 @@ class ChatStream:
         await self.aclose()
 
     async def _run(self) -> AsyncGenerator[ChatChunk, None]:
+        recorder = self._engine.recorder
+        try:
+            async with aclosing(self._segments_in_turn()) as segments:
+                async for chunk in segments:
+                    yield chunk
+        except (CallFailed, asyncio.CancelledError, GeneratorExit) as exc:
+            recorder.failed(self.lane, self._call, self._meta, exc, **self._facts())
+            raise
+        recorder.ok(self.lane, self._call, self._meta, status=200, **self._facts())
+
+    def _facts(self) -> dict[str, Any]:
+        ttfb = None if self.first_token_at is None else self.first_token_at - self._started
+        facts: dict[str, Any] = {
+            "attempts": self.attempts,
+            "usage": self.usage or NO_USAGE,
+            "ttfb": ttfb,
+            "stream": True,
+            "malformed_events": self.malformed_events,
+        }
+        if self.source is not None:
+            facts["source"] = self.source
+        if self.model is not None:
+            facts["model"] = self.model
+        return facts
+
+    async def _segments_in_turn(self) -> AsyncGenerator[ChatChunk, None]:
         lane: Lane | None = self.lane
         request = self._request
         while lane is not None:
             opened = await self._open(lane, request)
             try:
-                async for chunk in self._forward(opened):
-                    yield chunk
+                async with aclosing(self._forward(opened)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
                 return
             except StreamInterrupted:
                 self._segments.append(opened.progress.usage)
@@ -121,6 +158,7 @@ class ChatStream:
                 if lane is None:
                     raise
             finally:
+                self.malformed_events += opened.progress.malformed
                 await opened.stack.aclose()
 
     async def _open(self, lane: Lane, request: ChatRequest) -> _Opened:
@@ -128,7 +166,7 @@ class ChatStream:
         try:
             done = await engine.loop.run(lane, self._deadline, lambda s: self._attempt(s, request))
         except CallFailed as exc:
-            exc.attempts = self.attempts + exc.attempts
+            exc.attempts = self.attempts = self.attempts + exc.attempts
             raise
         self.attempts += done.attempts
         self.source = done.source.name
@@ -177,7 +215,7 @@ class ChatStream:
             raise AttemptFailure("empty", "the upstream streamed an empty completion")
         raise AttemptFailure("cut", "stream ended before its first token")
 
-    async def _forward(self, opened: _Opened) -> AsyncIterator[ChatChunk]:
+    async def _forward(self, opened: _Opened) -> AsyncGenerator[ChatChunk, None]:
         progress = opened.progress
         for chunk in opened.buffered:
             yield self._took(chunk)
@@ -193,7 +231,6 @@ class ChatStream:
             yield self._took(upcoming)
         if not progress.finished:
             raise self._interrupted(AttemptFailure("cut", "stream ended without its final chunk"))
-        self.malformed_events += progress.malformed
         self._segments.append(progress.usage)
 
     async def _next(
