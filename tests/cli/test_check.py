@@ -38,7 +38,8 @@ def test_warns_when_retries_cannot_fit(tmp_path, capsys) -> None:
 def test_warns_when_client_deadline_is_shorter(tmp_path, capsys) -> None:
     lane = "    deadline: 40s\n    client_deadline: 30s\n"
     main(["check", write(tmp_path, lane)])
-    assert "client_deadline 30s is shorter than the lane's worst case 40s" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "client_deadline 30s is shorter than the lane's worst case 40s" in out
 
 
 def test_errors_exit_non_zero(tmp_path, capsys) -> None:
