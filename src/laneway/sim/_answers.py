@@ -1,0 +1,210 @@
+"""Build OpenAI-shaped answers as bytes; pure, so the app only has to send them.
+
+Answer text is deterministic (`sim answer w2 w3 ...`, one word per stream chunk) so
+tests can assert on it, and token counts follow from it: prompt tokens from the
+prompt's characters, completion tokens from the words sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from dataclasses import dataclass
+from email.utils import formatdate
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from laneway.sim._request import (
+    DEFAULT_MODEL,
+    Request,
+    embedding_inputs,
+    prompt_chars,
+    requested_dimensions,
+    requested_model,
+    tokens_for_chars,
+)
+
+if TYPE_CHECKING:
+    from laneway.sim._faults import Refusal
+    from laneway.sim._spec import Behaviour
+
+Headers = list[tuple[bytes, bytes]]
+
+DEFAULT_DIMS = 8
+"""Embedding length when neither the spec nor the request sets one."""
+
+REASONING_WORDS = ("Considering", "the", "question", "carefully.")
+"""Reasoning text of the `reasoning` token; one word per streamed reasoning delta."""
+
+_ERROR_KINDS: dict[int, tuple[str, str]] = {
+    400: ("invalid_request_error", "invalid_request"),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", "permission_denied"),
+    404: ("not_found_error", "not_found"),
+    408: ("timeout_error", "timeout"),
+    409: ("conflict_error", "conflict"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+    500: ("server_error", "internal_error"),
+    502: ("server_error", "bad_gateway"),
+    503: ("server_error", "service_unavailable"),
+    504: ("server_error", "gateway_timeout"),
+    529: ("overloaded_error", "overloaded"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A complete non-streamed HTTP answer."""
+
+    status: int
+    body: bytes
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The facts shared by the plain and the streamed form of one chat answer."""
+
+    id: str
+    created: int
+    model: str
+    prompt_tokens: int
+    pieces: tuple[str, ...]
+    """Content deltas; joined they are the whole answer."""
+    reasoning_pieces: tuple[str, ...]
+    with_usage: bool
+
+    def usage(self) -> dict[str, Any]:
+        """Token usage; reasoning tokens count as completion tokens, as OpenAI counts them."""
+        reasoning_tokens = len(self.reasoning_pieces)
+        completion_tokens = len(self.pieces) + reasoning_tokens
+        usage: dict[str, Any] = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": self.prompt_tokens + completion_tokens,
+        }
+        if self.reasoning_pieces:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        return usage
+
+
+@lru_cache(maxsize=256)
+def answer_pieces(count: int) -> tuple[str, ...]:
+    """Return `count` stream deltas spelling `sim answer w2 w3 ...`."""
+    return _as_deltas(("sim", "answer", *(f"w{index}" for index in range(2, count)))[:count])
+
+
+def _as_deltas(words: tuple[str, ...]) -> tuple[str, ...]:
+    """Space-prefix every word but the first, so the deltas join into the sentence."""
+    return tuple(word if index == 0 else f" {word}" for index, word in enumerate(words))
+
+
+_REASONING_PIECES = _as_deltas(REASONING_WORDS)
+
+
+def plan_completion(
+    behaviour: Behaviour, request: Request, number: int, created: int
+) -> Completion:
+    """Work out what chat answer number `number` says, before choosing its wire form."""
+    return Completion(
+        id=f"chatcmpl-sim-{number}",
+        created=created,
+        model=behaviour.model or requested_model(request),
+        prompt_tokens=tokens_for_chars(prompt_chars(request)),
+        pieces=() if behaviour.empty else answer_pieces(behaviour.chunks),
+        reasoning_pieces=_REASONING_PIECES if behaviour.reasoning else (),
+        with_usage=not behaviour.nousage,
+    )
+
+
+def json_reply(payload: object, status: int = 200, headers: Headers | None = None) -> Reply:
+    """Serialise `payload` into a JSON reply."""
+    return Reply(
+        status, orjson.dumps(payload), [(b"content-type", b"application/json")] + (headers or [])
+    )
+
+
+def chat_reply(completion: Completion) -> Reply:
+    """The non-streamed `chat.completion` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(completion.pieces)}
+    if completion.reasoning_pieces:
+        message["reasoning_content"] = "".join(completion.reasoning_pieces)
+    payload: dict[str, Any] = {
+        "id": completion.id,
+        "object": "chat.completion",
+        "created": completion.created,
+        "model": completion.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    if completion.with_usage:
+        payload["usage"] = completion.usage()
+    return json_reply(payload)
+
+
+@lru_cache(maxsize=4096)
+def embedding_vector(text: str, dims: int) -> tuple[float, ...]:
+    """A unit vector derived from a hash of `text`, the same on every run."""
+    digest = hashlib.shake_256(text.encode()).digest(2 * dims)
+    raw = struct.unpack(f"<{dims}h", digest)
+    norm = math.sqrt(sum(value * value for value in raw)) or 1.0
+    return tuple(value / norm for value in raw)
+
+
+def embeddings_reply(behaviour: Behaviour, request: Request) -> Reply:
+    """The embeddings list; `dims` beats the request's `dimensions`, like a deaf provider."""
+    dims = behaviour.dims or requested_dimensions(request) or DEFAULT_DIMS
+    texts = embedding_inputs(request)
+    data = [
+        {"object": "embedding", "index": index, "embedding": embedding_vector(text, dims)}
+        for index, text in enumerate(texts)
+    ]
+    payload: dict[str, Any] = {
+        "object": "list",
+        "data": data,
+        "model": behaviour.model or requested_model(request),
+    }
+    if not behaviour.nousage:
+        prompt_tokens = tokens_for_chars(sum(len(text) for text in texts))
+        payload["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}
+    return json_reply(payload)
+
+
+def models_reply(behaviour: Behaviour) -> Reply:
+    """The model list: one model, named by the spec's `model` if it has one."""
+    model = {"id": behaviour.model or DEFAULT_MODEL, "object": "model", "created": 0}
+    return json_reply({"object": "list", "data": [{**model, "owned_by": "laneway-sim"}]})
+
+
+def error_payload(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    """An OpenAI-shaped error body; `code` defaults to the usual one for `status`."""
+    default_type = "invalid_request_error" if status < 500 else "server_error"
+    error_type, default_code = _ERROR_KINDS.get(status, (default_type, None))
+    error = {"message": message, "type": error_type, "param": None, "code": code or default_code}
+    return {"error": error}
+
+
+def _retry_headers(behaviour: Behaviour, refusal: Refusal, wall_now: float) -> Headers:
+    headers: Headers = []
+    if behaviour.retry_after is not None:
+        headers.append((b"retry-after", behaviour.retry_after.encode()))
+    elif behaviour.retry_after_date is not None:
+        date = formatdate(wall_now + behaviour.retry_after_date, usegmt=True)
+        headers.append((b"retry-after", date.encode()))
+    elif refusal.retry_after is not None:
+        headers.append((b"retry-after", str(refusal.retry_after).encode()))
+    if behaviour.retry_after_ms is not None:
+        headers.append((b"retry-after-ms", behaviour.retry_after_ms.encode()))
+    return headers
+
+
+def error_reply(behaviour: Behaviour, refusal: Refusal, wall_now: float) -> Reply:
+    """The error answer for `refusal`, with the retry hints the spec asks for.
+
+    One `Retry-After` at most: the spec's `retry_after` wins over `retry_after_date`,
+    which wins over the value the rate limiter computed.
+    """
+    payload = error_payload(refusal.status, refusal.message, refusal.code)
+    return json_reply(payload, refusal.status, _retry_headers(behaviour, refusal, wall_now))

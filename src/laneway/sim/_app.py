@@ -1,0 +1,199 @@
+"""The raw ASGI app: route, record the hit, pick a refusal or an answer, send it.
+
+No web framework: a request costs one path split, one cached spec lookup, one
+`orjson` parse and one serialisation, which keeps a loopback client, not the sim,
+the bottleneck in benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+
+from laneway.sim._answers import (
+    Reply,
+    chat_reply,
+    embeddings_reply,
+    error_payload,
+    error_reply,
+    json_reply,
+    models_reply,
+    plan_completion,
+)
+from laneway.sim._faults import Refusal, choose_refusal
+from laneway.sim._request import Request, wants_stream, wants_stream_usage
+from laneway.sim._spec import Behaviour, SpecError, parse_spec
+from laneway.sim._state import SimState
+from laneway.sim._stream import Cut, Pause, Step, stream_steps
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_CHAT = "/chat/completions"
+_ENDPOINTS = frozenset({("POST", _CHAT), ("POST", "/embeddings"), ("GET", "/models")})
+_STREAM_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+_OK_TEXT = Reply(200, b"ok", [(b"content-type", b"text/plain")])
+
+
+async def _read_body(receive: Receive) -> bytes:
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    while message.get("more_body", False):
+        message = await receive()
+        body += message.get("body", b"")
+    return body
+
+
+async def _client_left_within(receive: Receive, seconds: float) -> bool:
+    """Wait `seconds`, returning early with `True` if the client disconnects.
+
+    Only valid once the body is read: after that `receive` has nothing left to
+    report but the disconnect, so waiting on it is how a pause notices one.
+    """
+    if seconds <= 0:
+        return False
+    try:
+        async with asyncio.timeout(seconds):
+            while (await receive())["type"] != "http.disconnect":
+                pass
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _send_reply(send: Send, reply: Reply) -> None:
+    headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+async def _send_stream(send: Send, receive: Receive, steps: Iterable[Step]) -> None:
+    """Send a scripted stream; a `Cut` returns mid-body, which makes uvicorn drop the line."""
+    await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
+    for step in steps:
+        match step:
+            case bytes():
+                await send({"type": "http.response.body", "body": step, "more_body": True})
+            case Pause(seconds):
+                if await _client_left_within(receive, seconds):
+                    return
+            case Cut():
+                return
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _error(status: int, message: str) -> Reply:
+    return json_reply(error_payload(status, message), status)
+
+
+def _parse_request(body: bytes) -> Request | None:
+    try:
+        request = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return request if isinstance(request, dict) else None
+
+
+class SimApp:
+    """ASGI app simulating an OpenAI-compatible upstream whose faults are chosen by URL."""
+
+    def __init__(self) -> None:
+        self._state = SimState(started_at=time.monotonic())
+        self._behaviours: dict[str, Behaviour] = {}
+        self._completion_numbers = itertools.count(1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one HTTP request; other ASGI scopes are ignored."""
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path.startswith("/v1/"):
+            await self._serve_upstream("ok", method, path[3:], receive, send)
+        elif path.startswith("/b/") and "/v1/" in path:
+            spec, _, endpoint = path[3:].partition("/v1/")
+            await self._serve_upstream(spec, method, f"/{endpoint}", receive, send)
+        else:
+            await _send_reply(send, self._control_reply(method, path, scope))
+
+    def _control_reply(self, method: str, path: str, scope: Scope) -> Reply:
+        if (method, path) == ("GET", "/healthz"):
+            return _OK_TEXT
+        if (method, path) == ("GET", "/_hits"):
+            query = parse_qs(scope["query_string"].decode())
+            return json_reply(self._state.hits(query["spec"][0] if "spec" in query else None))
+        if (method, path) == ("POST", "/_reset"):
+            self._state.reset()
+            return json_reply({"reset": True})
+        return _error(404, f"sim: no route for {method} {path}")
+
+    def _behaviour(self, spec: str) -> Behaviour:
+        behaviour = self._behaviours.get(spec)
+        if behaviour is None:
+            behaviour = self._behaviours[spec] = parse_spec(spec)
+        return behaviour
+
+    def _admit(
+        self, spec: str, method: str, endpoint: str, body: bytes, now: float
+    ) -> tuple[Behaviour, Request] | Reply:
+        """Check spec, route and body, recording the hit once the route is known."""
+        try:
+            behaviour = self._behaviour(spec)
+        except SpecError as exc:
+            return _error(400, f"sim: {exc}")
+        if (method, endpoint) not in _ENDPOINTS:
+            return _error(404, f"sim: no route for {method} /v1{endpoint}")
+        self._state.record_hit(spec, now)
+        request = {} if method == "GET" else _parse_request(body)
+        if request is None:
+            return _error(400, "sim: the request body is not a JSON object")
+        return behaviour, request
+
+    def _answer(
+        self, behaviour: Behaviour, endpoint: str, request: Request, refusal: Refusal | None
+    ) -> Reply | Iterator[Step]:
+        if refusal is not None:
+            return error_reply(behaviour, refusal, time.time())
+        if endpoint == "/embeddings":
+            return embeddings_reply(behaviour, request)
+        if endpoint == "/models":
+            return models_reply(behaviour)
+        number = next(self._completion_numbers)
+        completion = plan_completion(behaviour, request, number, int(time.time()))
+        if wants_stream(request):
+            return stream_steps(behaviour, completion, wants_stream_usage(request))
+        return chat_reply(completion)
+
+    async def _serve_upstream(
+        self, spec: str, method: str, endpoint: str, receive: Receive, send: Send
+    ) -> None:
+        body = await _read_body(receive)
+        now = time.monotonic()
+        admitted = self._admit(spec, method, endpoint, body, now)
+        if isinstance(admitted, Reply):
+            await _send_reply(send, admitted)
+            return
+        behaviour, request = admitted
+        refusal = choose_refusal(behaviour, spec, request, self._state, now)
+        streaming = refusal is None and endpoint == _CHAT and wants_stream(request)
+        wait = behaviour.sleep if streaming else behaviour.sleep + behaviour.ttfb
+        if await _client_left_within(receive, wait):
+            return
+        answer = self._answer(behaviour, endpoint, request, refusal)
+        if isinstance(answer, Reply):
+            await _send_reply(send, answer)
+        else:
+            await _send_stream(send, receive, answer)
+
+
+def create_app() -> SimApp:
+    """Create a sim with fresh state; its clock (hit times, flap phase) starts now."""
+    return SimApp()
