@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from laneway.accounting import Pricer, Rate
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
 from laneway.engine.lane import build_lane, retry_policy
@@ -84,3 +85,34 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(line.rstrip() for line in lines), [w for r in reports for w in r.warnings]
+
+
+def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str]]:
+    """One line per source saying which price applies, and errors for ``require_price``.
+
+    A source without a price is listed whatever its lane says: its calls will
+    show their cost as unknown, never as $0. A lane with ``require_price``
+    turns that into an error.
+    """
+    pricer = Pricer.for_lanes(config.lanes)
+    lines: list[str] = []
+    errors: list[str] = []
+    for lane, source in pricer.entries:
+        rate = pricer.rate(lane, source, now)
+        if rate is not None:
+            lines.append(f"price {lane}/{source}: {_describe_rate(rate)}")
+            continue
+        lines.append(f"price {lane}/{source}: UNPRICED, cost will read n/a (set price: on it)")
+        if config.lanes[lane].require_price:
+            errors.append(f"{lane}: require_price is set but source {source} has no price")
+    return lines, errors
+
+
+def _describe_rate(rate: Rate) -> str:
+    parts = [f"input {rate.input.base:g}"]
+    if rate.output is not None:
+        parts.append(f"output {rate.output.base:g}")
+    if rate.cached_input is not None:
+        parts.append(f"cached {rate.cached_input.base:g}")
+    tiered = any(t is not None and t.tiers for t in (rate.input, rate.output, rate.cached_input))
+    return f"{', '.join(parts)} USD/Mtok{' (+tiers)' if tiered else ''} from {rate.origin}"

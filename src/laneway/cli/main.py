@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 
-from laneway.cli.check import render
+from laneway.cli.check import price_report, render
 from laneway.config.load import load_config
 from laneway.core.errors import ConfigError
 
@@ -20,6 +21,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.sim import main as sim_main
 
         return sim_main(args[1:])
+    if args[:1] == ["serve"]:
+        from laneway.cli.serve import main as serve_main
+
+        return serve_main(args[1:])
+    if args[:1] == ["spend"]:
+        from laneway.cli.spend import main as spend_main
+
+        return spend_main(args[1:])
+    if args[:1] == ["probe"]:
+        from laneway.cli.probe import main as probe_main
+
+        return probe_main(args[1:])
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "check":
@@ -37,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
     check_cmd.add_argument("--strict", action="store_true", help="treat warnings as errors")
     sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
+    sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
+    sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
+    sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
     return parser
 
 
@@ -48,8 +64,12 @@ def check(path: str, *, strict: bool = False) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     table, warnings = render(config, environ)
+    prices, errors = price_report(config, time.time())
     print(table)
+    print("\n".join(prices))
     for warning in warnings:
         print(f"warning: {warning}")
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
     print(f"{len(config.lanes)} lane(s), {len(warnings)} warning(s)")
-    return 1 if strict and warnings else 0
+    return 1 if errors or (strict and warnings) else 0

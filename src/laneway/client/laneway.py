@@ -8,17 +8,22 @@ from collections.abc import Awaitable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
+from laneway.cache import CacheStore, open_cache
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import ConfigError
 from laneway.core.transport import Transport
-from laneway.core.types import EmbeddingResponse, EmbedRequest, LLMResponse
+from laneway.core.types import EmbeddingResponse, EmbedRequest, LLMResponse, OCRResponse
 from laneway.engine.gateway import Engine, chat_request
 from laneway.engine.stream import ChatStream
+from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse, structured
 from laneway.http.aiohttp import AiohttpTransport
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 CONFIG_ENV = "LANEWAY_CONFIG"
 
@@ -31,9 +36,10 @@ class Laneway:
 
     @classmethod
     def from_config(cls, path: str | Path, *, transport: Transport | None = None) -> Laneway:
-        """Load ``laneway.yaml`` (and the ``.env`` beside it)."""
+        """Load ``laneway.yaml`` (and the ``.env`` beside it); the cache lives beside it too."""
         config, environ = load_config(path)
-        return cls.from_settings(config, environ=environ, transport=transport)
+        cache = open_cache(config.cache.url, Path(path).parent)
+        return cls.from_settings(config, environ=environ, transport=transport, cache=cache)
 
     @classmethod
     def from_env(cls, variable: str = CONFIG_ENV, *, transport: Transport | None = None) -> Laneway:
@@ -51,10 +57,14 @@ class Laneway:
         environ: Mapping[str, str] | None = None,
         transport: Transport | None = None,
         clock: Clock | None = None,
+        cache: CacheStore | None = None,
     ) -> Laneway:
-        """Build from an already-parsed config (environment defaults to the process's)."""
+        """Build from an already-parsed config (environment defaults to the process's).
+
+        ``cache`` defaults to what ``cache.url`` names; unset, an in-memory cache.
+        """
         env = dict(os.environ) if environ is None else environ
-        engine = Engine(config, env, transport or AiohttpTransport(), clock=clock)
+        engine = Engine(config, env, transport or AiohttpTransport(), clock=clock, cache=cache)
         return cls(engine)
 
     async def chat(
@@ -91,6 +101,42 @@ class Laneway:
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         request = EmbedRequest(texts, params.pop("dimensions", None), params)
         return await self.engine.embed(lane, request, deadline=deadline)
+
+    async def structured(
+        self,
+        lane: str,
+        messages: list[dict[str, Any]],
+        *,
+        schema: type[M],
+        reasks: int = DEFAULT_REASKS,
+        strict: bool = False,
+        deadline: float | None = None,
+        **params: Any,
+    ) -> StructuredResponse[M]:
+        """A chat answer validated as ``schema``, re-asked up to ``reasks`` times.
+
+        ``result.value`` is the ``schema`` instance; ``ResultInvalid`` (with
+        the last output and its errors) when every ask came back invalid.
+        """
+        request = chat_request(messages, params)
+        return await structured(
+            self.engine, lane, request, schema, reasks=reasks, strict=strict, deadline=deadline
+        )
+
+    async def ocr(
+        self,
+        lane: str,
+        document: bytes,
+        *,
+        mime_type: str | None = None,
+        deadline: float | None = None,
+    ) -> OCRResponse:
+        """The text of one image or PDF page, read on an OCR lane.
+
+        ``mime_type`` (``image/png``, ``image/jpeg``, ``image/webp``,
+        ``image/gif``, ``application/pdf``) is sniffed from the bytes when omitted.
+        """
+        return await self.engine.ocr(lane, document, mime_type=mime_type, deadline=deadline)
 
     async def aclose(self) -> None:
         """Close pooled connections."""

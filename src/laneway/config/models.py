@@ -70,23 +70,119 @@ class BackoffConfig(Strict):
     jitter: Literal["none", "full", "equal"] = "none"
 
 
+class PriceConfig(Strict):
+    """A source's own price in USD per million tokens, over the genai-prices catalogue.
+
+    ``output`` may be left out on embed lanes only (they produce no output
+    tokens); ``cached_input`` left out prices cached prompt tokens at ``input``.
+    """
+
+    input: float = Field(ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class ConcurrencyConfig(Strict):
+    """A source's AIMD concurrency limit: it moves in [min, max], starting at ``initial``."""
+
+    min: int = Field(default=1, ge=1)
+    max: int = Field(ge=1)
+    initial: int | None = Field(default=None, ge=1)
+    cut_factor: float = Field(default=0.5, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ConcurrencyConfig:
+        start = self.max if self.initial is None else self.initial
+        if not self.min <= start <= self.max:
+            raise ValueError("needs min <= initial <= max")
+        return self
+
+
+class BreakerConfig(Strict):
+    """A lane's circuit breakers: ``failures`` within ``window`` open a source for ``cooldown``.
+
+    ``failures`` is capped by the outcome log each source keeps (32 entries).
+    """
+
+    failures: int = Field(default=5, ge=1, le=32)
+    window: Duration = 30.0
+    cooldown: Duration = 10.0
+
+
+class StateConfig(Strict):
+    """Where admission state lives: in the process (no ``url``) or shared through Redis."""
+
+    url: str | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
+
+
 class SourceConfig(Strict):
     """One upstream a lane can call."""
 
-    provider: Literal["openai"] = "openai"
+    provider: Literal["openai", "gemini", "anthropic"] = "openai"
     base_url: str
     model: str
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Anthropic only: the output limit of calls that give none (Anthropic requires one)."""
     name: str | None = None
     api_key: SecretField | None = None
     priority: int = 0
     accepts_prefill: bool = False
     context_window: int | None = Field(default=None, gt=0)
+    rpm: int | None = Field(default=None, gt=0)
+    tpm: int | None = Field(default=None, gt=0)
+    est_tokens: int | None = Field(default=None, gt=0)
+    weight: float = Field(default=1.0, gt=0)
+    concurrency: ConcurrencyConfig | None = None
+    price: PriceConfig | None = None
+
+    @model_validator(mode="after")
+    def _est_tokens_sizes_tpm(self) -> SourceConfig:
+        if self.est_tokens is not None and self.tpm is None:
+            raise ValueError("est_tokens sizes the tpm reservation; it needs tpm")
+        return self
+
+    @model_validator(mode="after")
+    def _max_tokens_for_anthropic(self) -> SourceConfig:
+        if self.max_tokens is not None and self.provider != "anthropic":
+            raise ValueError("max_tokens applies to anthropic sources only")
+        return self
+
+
+class ChatCacheConfig(Strict):
+    """A chat or OCR lane's response cache (``laneway.engine.response_cache``).
+
+    ``enabled``: ``true`` caches every request, ``temperature0`` (the default)
+    only requests sent with ``temperature: 0``, ``false`` none. Entries expire
+    after ``ttl``.
+    """
+
+    enabled: bool | Literal["temperature0"] = "temperature0"
+    ttl: Duration = Field(default=3600.0, gt=0)
+
+
+PROVIDER_KINDS: dict[str, tuple[str, ...]] = {
+    "openai": ("chat", "embed", "ocr"),
+    "gemini": ("chat", "embed"),
+    "anthropic": ("chat",),
+}
+"""The lane kinds each wire format serves: Anthropic has no embeddings API, and
+the native adapters send text parts only (OCR sends a document as an image part)."""
+
+_KIND_ONLY: dict[str, tuple[str, ...]] = {
+    "prompt": ("ocr",),
+    "max_batch_items": ("embed",),
+    "max_response_bytes": ("embed",),
+    "batch_concurrency": ("embed",),
+    "embed_cache": ("embed",),
+    "cache": ("chat", "ocr"),
+}
+"""Lane fields that act on some kinds only; setting one elsewhere is an error."""
 
 
 class LaneConfig(Strict):
     """A named route: its sources and its enforced call policy."""
 
-    kind: Literal["chat", "embed"] = "chat"
+    kind: Literal["chat", "embed", "ocr"] = "chat"
     deadline: Duration = 60.0
     attempt_timeout: Duration | None = None
     retries: int = Field(default=0, ge=0, le=20)
@@ -100,6 +196,16 @@ class LaneConfig(Strict):
     idle_timeout: Duration | None = None
     continue_on_cut: bool = False
     dimensions: int | None = Field(default=None, gt=0)
+    breaker: BreakerConfig = Field(default_factory=BreakerConfig)
+    stall_after: Duration | None = None
+    estimate_missing_usage: bool = False
+    require_price: bool = False
+    prompt: str | None = Field(default=None, min_length=1)
+    max_batch_items: int = Field(default=64, ge=1)
+    max_response_bytes: Size = Field(default=32 * 1024 * 1024, ge=1024)
+    batch_concurrency: int = Field(default=4, ge=1, le=64)
+    embed_cache: bool = False
+    cache: ChatCacheConfig = Field(default_factory=ChatCacheConfig)
     sources: list[SourceConfig] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -117,6 +223,39 @@ class LaneConfig(Strict):
             raise ValueError("dimensions applies to embed lanes only")
         if self.deadline <= 0:
             raise ValueError("deadline must be positive")
+        return self
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> LaneConfig:
+        for name, kinds in _KIND_ONLY.items():
+            if name in self.model_fields_set and self.kind not in kinds:
+                raise ValueError(f"{name} applies to {' and '.join(kinds)} lanes only")
+        streamed = self.first_byte_timeout or self.idle_timeout or self.continue_on_cut
+        if self.kind == "ocr" and (streamed or self.dimensions is not None):
+            raise ValueError("ocr lanes are not streamed and have no dimensions")
+        return self
+
+    @model_validator(mode="after")
+    def _providers_serve_kind(self) -> LaneConfig:
+        for source in self.sources:
+            kinds = PROVIDER_KINDS[source.provider]
+            if self.kind not in kinds:
+                raise ValueError(
+                    f"source {source.model}: {source.provider} sources serve "
+                    f"{' and '.join(kinds)} lanes only"
+                )
+            if source.provider == "anthropic" and source.max_tokens is None:
+                raise ValueError(
+                    f"source {source.model}: max_tokens is required on anthropic sources "
+                    "(Anthropic refuses calls without one; it applies when the caller gives none)"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _chat_prices_have_output(self) -> LaneConfig:
+        for source in self.sources:
+            if self.kind == "chat" and source.price is not None and source.price.output is None:
+                raise ValueError(f"source {source.model}: price.output is required on chat lanes")
         return self
 
     @property
@@ -159,11 +298,45 @@ class ServerConfig(Strict):
     deadline_margin: Duration = 0.05
 
 
+def _telemetry_url(value: object) -> object:
+    """``false`` (YAML) reads as ``none``: telemetry off."""
+    return "none" if value is False else value
+
+
+class TelemetryConfig(Strict):
+    """Where every call's record goes, and how it is batched there.
+
+    ``url`` is a SQLite path (relative to the config file's folder, or
+    ``sqlite:///path``), a ``postgresql://`` URL, or ``none``/``false`` to
+    record nothing.
+    """
+
+    url: Annotated[str, BeforeValidator(_telemetry_url)] = "laneway.sqlite3"
+    queue_size: int = Field(default=10_000, ge=1)
+    batch_size: int = Field(default=200, ge=1)
+    flush_interval: Duration = Field(default=1.0, gt=0)
+
+
+class CacheConfig(Strict):
+    """Where the embedding and response caches live.
+
+    ``url`` is a SQLite path (relative to the config file's folder, or
+    ``sqlite:///path``), ``:memory:``, or a ``redis://`` URL shared by every
+    replica. Unset: ``laneway-cache.sqlite3`` beside the config file (in
+    memory when the config came from no file). Opened only when used.
+    """
+
+    url: str | None = Field(default=None, min_length=1)
+
+
 class LanewayConfig(Strict):
     """The whole file."""
 
     lanes: dict[str, LaneConfig] = Field(min_length=1)
     server: ServerConfig = Field(default_factory=ServerConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
 
     @model_validator(mode="after")
     def _keys_name_lanes(self) -> LanewayConfig:

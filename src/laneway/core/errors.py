@@ -16,6 +16,7 @@ The tree::
        │  └─ ContextLengthExceeded
        ├─ StreamInterrupted     a stream broke after content reached the caller
        ├─ DimensionMismatch     an embedding's length differs from the lane's pin
+       ├─ ResponseTooLarge      an upstream answer passed the lane's ``max_response_bytes``
        └─ ResultInvalid         a structured result failed validation after all re-asks
 
 ``AttemptFailure`` is not a ``LanewayError``: it is one attempt's failure inside
@@ -146,10 +147,35 @@ class DimensionMismatch(CallFailed):
     code = "dimension_mismatch"
 
 
+class ResponseTooLarge(CallFailed):
+    """An upstream answer was larger than the lane's ``max_response_bytes`` (``limit``).
+
+    Reading stops at the limit, so an oversized batch costs bounded memory and
+    fails by name instead of as an opaque 5xx; a smaller ``max_batch_items``
+    is the usual cure.
+    """
+
+    code = "response_too_large"
+
+    def __init__(self, message: str, *, limit: int, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.limit = limit
+
+
 class ResultInvalid(CallFailed):
-    """A structured result stayed invalid after every re-ask."""
+    """A structured result stayed invalid after every re-ask.
+
+    ``output`` is the last raw answer and ``errors`` what was wrong with it,
+    so the caller can log or repair it; the source that answered is not
+    blamed (the upstream call itself succeeded).
+    """
 
     code = "result_invalid"
+
+    def __init__(self, message: str, *, output: str, errors: tuple[str, ...], **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.output = output
+        self.errors = errors
 
 
 @dataclass(eq=False)
@@ -158,8 +184,9 @@ class AttemptFailure(Exception):
 
     ``kind`` is ``status`` (an HTTP error answer), ``timeout``, ``connect``,
     ``empty`` (an empty completion), ``cut`` (a stream or body broken off),
-    ``rejected`` (a 4xx the upstream will refuse again), ``context_length`` or
-    ``malformed`` (an answer that cannot be parsed).
+    ``rejected`` (a 4xx the upstream will refuse again), ``context_length``,
+    ``malformed`` (an answer that cannot be parsed) or ``too_large`` (an
+    answer over the request's ``max_bytes``).
     """
 
     kind: str

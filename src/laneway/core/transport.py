@@ -16,12 +16,17 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
-    """An upstream request, fully built by a provider adapter."""
+    """An upstream request, fully built by a provider adapter.
+
+    ``max_bytes`` caps the answer body ``Transport.send`` will read; past it
+    the read stops and the attempt fails as ``too_large`` (``None``: no cap).
+    """
 
     method: str
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +57,7 @@ class Transport(Protocol):
     """Sends requests upstream. Raises ``AttemptFailure`` kinds ``connect``/``cut``."""
 
     async def send(self, request: HttpRequest) -> HttpResponse:
-        """Send and read the whole answer."""
+        """Send and read the whole answer (``too_large`` past ``request.max_bytes``)."""
         ...
 
     def stream(self, request: HttpRequest) -> AbstractAsyncContextManager[HttpStream]:

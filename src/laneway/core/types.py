@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 UsageSource = Literal["provider", "estimated", "none"]
+CacheStatus = Literal["hit", "miss", "bypass"]
+"""``hit``: served from a cache; ``miss``: looked up, then called upstream; ``bypass``: no cache."""
 
 
 class Reasoning(enum.Enum):
@@ -110,6 +112,7 @@ class LLMResponse:
     reasoning_content: str | None = None
     reasoning: Reasoning = Reasoning.UNKNOWN
     raw: dict[str, Any] = field(default_factory=dict)
+    cache: CacheStatus = "bypass"
 
 
 @dataclass(slots=True)
@@ -123,6 +126,21 @@ class EmbeddingResponse:
     usage: Usage
     attempts: tuple[Attempt, ...]
     elapsed: float
+    cache: CacheStatus = "bypass"
+
+
+@dataclass(slots=True)
+class OCRResponse:
+    """A completed OCR call: the text a vision model read from one image or page."""
+
+    lane: str
+    source: str
+    model: str
+    text: str
+    usage: Usage
+    attempts: tuple[Attempt, ...]
+    elapsed: float
+    cache: CacheStatus = "bypass"
 
 
 @dataclass(frozen=True, slots=True)

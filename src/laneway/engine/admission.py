@@ -1,41 +1,181 @@
-"""``SourceAdmission``: the one place that picks the source for an attempt."""
+"""``SourceAdmission``: the one place that picks the source for an attempt.
+
+A pick, in order:
+
+1. the stall verdict: a call that has lasted ``stall_after`` while nothing
+   in the lane succeeded stops here;
+2. each source's standing: health and breaker from the store's records of
+   outcomes, pushback marks and AIMD concurrency from this process;
+3. a plan (``laneway.policy.selection``): the sources to try, in order, with
+   panic when every breaker of the lane is open;
+4. one store round trip, which reserves quota (and claims a half-open probe)
+   on the first planned source that fits.
+
+The answer is ``Admitted``, a ``Wait`` that the call loop sleeps through
+(``wait`` wakes it early when a slot or reservation is released), or
+``NoSource``. Waiting spends no attempt. After the attempt, ``settle`` (or
+``release``, when it was cancelled) gives back the slot, the reservation and
+the probe, and logs the outcome where every replica sees it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
+import logging
+import math
+import secrets
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from laneway.engine.lane import Lane, Source
+from laneway.core.clock import Clock
+from laneway.core.errors import AttemptFailure
+from laneway.core.units import format_duration
+from laneway.engine.lane import Lane, LaneMemory, Source
+from laneway.policy import selection
+from laneway.policy.breaker import last_failure
+from laneway.policy.outcome import Verdict, judge
+from laneway.policy.pacer import Pacer
+from laneway.policy.selection import Candidate, Plan, Try
+from laneway.policy.waits import Wait, capped, soonest
+from laneway.state.base import EMPTY_RECORD, Admission, Ask, SourceStore
+
+logger = logging.getLogger("laneway.admission")
 
 
 @dataclass(slots=True)
 class CallSources:
-    """Per-call memory of sources: when each last failed, and which are excluded.
+    """One call's memory of its sources: when it began, failures per source, exclusions.
 
-    Local to one call, never shared: one call's failures must not steer another's.
+    Local to the call, never shared: one call's failures must not steer another's.
     """
 
-    failed_at: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
+    failures: Counter[str] = field(default_factory=Counter)
     excluded: set[str] = field(default_factory=set)
 
 
-class SourceAdmission:
-    """Picks a runnable source for each attempt of a call.
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A source admitted for one attempt, and what settling the attempt needs."""
 
-    Sources are tried in priority order; a source that failed in this call
-    yields to one that has not; when all have failed, the least recently
-    failed one is tried again. A single-source lane therefore always gets its
-    source: nothing here can take the last source out of rotation.
+    lane: Lane
+    source: Source
+    ask: Ask
+    started: float
+    panic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NoSource:
+    """No source will run for this call: ``reason`` says why; ``stalled`` for the stall verdict."""
+
+    reason: str
+    stalled: bool = False
+
+
+class SourceAdmission:
+    """Picks a runnable source for each attempt, or says how long to wait, or why not.
+
+    ``stats`` counts admissions, panics, waits by reason and stall verdicts.
     """
 
-    def pick(self, lane: Lane, call: CallSources) -> Source | None:
-        """The source for the next attempt, or ``None`` when every one is excluded."""
-        candidates = [s for s in lane.sources if s.ready and s.name not in call.excluded]
-        if not candidates:
-            return None
-        fresh = [s for s in candidates if s.name not in call.failed_at]
-        if fresh:
-            return fresh[0]
-        return min(candidates, key=lambda s: call.failed_at[s.name])
+    def __init__(self, store: SourceStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self.stats: Counter[str] = Counter()
+        self._tickets = itertools.count()
+        self._ticket_prefix = secrets.token_hex(6)
+
+    async def pick(
+        self, lane: Lane, call: CallSources, request_tokens: int | None = None
+    ) -> Admitted | Wait | NoSource:
+        """Admit a source for the next attempt, or say how long to wait, or why none will run."""
+        now = self.clock.now()
+        memory = lane.memory
+        if lane.stall.stalled(now, call.started, memory.last_progress()):
+            self.stats["stalled"] += 1
+            after = format_duration(lane.stall.after or 0.0)
+            return NoSource(f"nothing in the lane succeeded for stall_after {after}", True)
+        sources = {s.name: s for s in lane.sources if s.ready and s.name not in call.excluded}
+        if not sources:
+            return NoSource("no source left to try")
+        candidates = [self._candidate(lane, memory, s, call, now) for s in sources.values()]
+        plan = selection.plan(candidates, memory.turns, lane.health)
+        ticket = f"{self._ticket_prefix}-{next(self._tickets)}"
+        asks = [self._ask(lane, sources[t.name], t, request_tokens, ticket) for t in plan.tries]
+        admission = await self._reserve(lane, memory, asks)
+        if admission.granted is not None:
+            chosen = plan.tries[asks.index(admission.granted)]
+            return self._admitted(lane, memory, sources[chosen.name], admission, chosen, candidates)
+        wait = soonest(_waits(plan, admission))
+        assert wait is not None, "a source not tried has a wait; a refused one has a refusal"
+        return capped(wait, lane.stall.due(call.started, memory.last_progress()) - now)
+
+    async def wait(self, lane: Lane, wait: Wait) -> None:
+        """Sleep through ``wait``, waking early when something is released in the lane."""
+        self.stats[f"wait:{wait.reason}"] += 1
+        memory = lane.memory
+        released = asyncio.Event()
+        memory.waiters.add(released)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if math.isinf(wait.seconds) else wait.seconds):
+                    await released.wait()
+        finally:
+            memory.waiters.discard(released)
+
+    async def settle(
+        self, admitted: Admitted, failure: AttemptFailure | None, tokens: int | None
+    ) -> None:
+        """End an attempt: adapt the pacer, settle the quota, log the outcome.
+
+        A success settles at ``tokens`` (``None`` keeps the reservation); a
+        failure at zero tokens, since a failed request produced none.
+        """
+        verdict = judge(failure)
+        memory = admitted.lane.memory
+        pacer = memory.pacer(admitted.source)
+        if pacer is not None:
+            pacer.leave(verdict, admitted.started, self.clock.now())
+        settled = tokens if verdict is Verdict.OK else 0
+        code = verdict.value if verdict.logged else None
+        try:
+            record = await self.store.settle(admitted.lane.name, admitted.ask, settled, code)
+            memory.records[admitted.source.name] = record
+        finally:
+            memory.notify()
+
+    async def release(self, admitted: Admitted) -> None:
+        """Undo an admission whose attempt was cancelled: slot, reservation and probe."""
+        memory = admitted.lane.memory
+        pacer = memory.pacer(admitted.source)
+        if pacer is not None:
+            pacer.give_back()
+        try:
+            await self.store.release(admitted.lane.name, admitted.ask)
+        finally:
+            memory.notify()
+
+    def push_back(self, lane: Lane, source: Source, seconds: float) -> None:
+        """Keep ``source`` out of picks for ``seconds``, as its Retry-After asked."""
+        marks = lane.memory.pushed_back
+        until = self.clock.now() + seconds
+        marks[source.name] = max(marks.get(source.name, -math.inf), until)
+
+    def has_alternative(self, lane: Lane, call: CallSources, source: Source) -> bool:
+        """Whether another source of the lane is usable and not pushed back."""
+        now = self.clock.now()
+        marks = lane.memory.pushed_back
+        return any(
+            s.ready
+            and s.name != source.name
+            and s.name not in call.excluded
+            and marks.get(s.name, -math.inf) <= now
+            for s in lane.sources
+        )
 
     def exclude_smaller_windows(self, lane: Lane, call: CallSources, failed: Source) -> None:
         """After ``context_length_exceeded``, drop the source and any with no larger window."""
@@ -47,3 +187,83 @@ class SourceAdmission:
             other = source.config.context_window
             if other is not None and other <= window:
                 call.excluded.add(source.name)
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self.store.aclose()
+
+    def _candidate(
+        self, lane: Lane, memory: LaneMemory, source: Source, call: CallSources, now: float
+    ) -> Candidate:
+        marks = memory.records.get(source.name, EMPTY_RECORD).marks
+        return Candidate(
+            name=source.name,
+            health=lane.health.score(marks, now),
+            gate=lane.breaker.gate(marks, now),
+            priority=source.config.priority,
+            weight=source.config.weight,
+            blocked=memory.blocked(source, now),
+            failures=call.failures[source.name],
+            last_failure=last_failure(marks),
+        )
+
+    def _ask(
+        self, lane: Lane, source: Source, planned: Try, request_tokens: int | None, ticket: str
+    ) -> Ask:
+        probe = lane.config.per_attempt if planned.probe else 0.0
+        quota = source.quota
+        if quota is None:
+            return Ask(source.name, ticket, probe=probe)
+        tokens = quota.reservation(request_tokens)
+        return Ask(source.name, ticket, tokens, quota.rpm, quota.tpm, quota.window, probe)
+
+    async def _reserve(self, lane: Lane, memory: LaneMemory, asks: list[Ask]) -> Admission:
+        """One store round trip; concurrency slots are held across it so no pick overtakes."""
+        if not asks:
+            return Admission(None, (), {})
+        held = [p for p in map(memory.pacer, _sources(lane, asks)) if p is not None]
+        for pacer in held:
+            pacer.take()
+        granted: Pacer | None = None
+        try:
+            admission = await self.store.admit(lane.name, [s.name for s in lane.sources], asks)
+            memory.records.update(admission.records)
+            if admission.granted is not None:
+                granted = memory.pacers.get(admission.granted.source)
+        finally:
+            for pacer in held:
+                if pacer is not granted:
+                    pacer.give_back()
+        return admission
+
+    def _admitted(
+        self,
+        lane: Lane,
+        memory: LaneMemory,
+        source: Source,
+        admission: Admission,
+        chosen: Try,
+        candidates: Sequence[Candidate],
+    ) -> Admitted:
+        assert admission.granted is not None
+        self.stats["admitted"] += 1
+        if chosen.panic:
+            self.stats["panic"] += 1
+            if not memory.panicking:
+                logger.warning(
+                    "lane %s: every source's breaker is open; trying %s anyway (panic)",
+                    lane.name,
+                    source.name,
+                )
+        memory.panicking = chosen.panic
+        memory.turns.took(source.name, selection.peers(source.name, candidates, lane.health))
+        return Admitted(lane, source, admission.granted, self.clock.now(), chosen.panic)
+
+
+def _sources(lane: Lane, asks: list[Ask]) -> list[Source]:
+    names = {ask.source for ask in asks}
+    return [s for s in lane.sources if s.name in names]
+
+
+def _waits(plan: Plan, admission: Admission) -> list[Wait]:
+    return [*plan.waits, *(Wait(r.seconds, r.reason) for r in admission.refusals)]

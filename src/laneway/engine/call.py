@@ -1,9 +1,14 @@
-"""The call loop: attempts, backoff and pushback under one enforced deadline.
+"""The call loop: admission, attempts, backoff and pushback under one enforced deadline.
 
 The deadline is a cancel scope around the whole call (``asyncio.timeout_at``),
-so an attempt, a backoff sleep or a pushback wait in flight when it passes is
-cancelled, and the caller gets ``DeadlineExceeded`` with the attempts made.
+so an attempt, a backoff sleep or an admission wait in flight when it passes
+is cancelled, and the caller gets ``DeadlineExceeded`` with the attempts made.
 Each attempt gets ``min(attempt_timeout, time left)``.
+
+``SourceAdmission`` picks every attempt's source or says how long to wait;
+waiting (for quota, a concurrency slot, a pushed-back source) spends no
+attempt. Every admitted attempt is settled (or released, when cancelled), so
+no reservation, slot or probe outlives its attempt.
 """
 
 from __future__ import annotations
@@ -12,25 +17,20 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from laneway.core.clock import Clock
-from laneway.core.errors import (
-    AttemptFailure,
-    CallFailed,
-    ContextLengthExceeded,
-    DeadlineExceeded,
-    DimensionMismatch,
-    PushbackRefused,
-    UpstreamFailed,
-    UpstreamRejected,
-)
-from laneway.core.types import Attempt
+from laneway.core.errors import AttemptFailure, CallFailed
+from laneway.core.types import Attempt, Usage
 from laneway.core.units import format_duration
-from laneway.engine.admission import CallSources, SourceAdmission
+from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
 from laneway.engine.lane import Lane, Source
+from laneway.engine.verdicts import call_failed, deadline_exceeded, stalled
 from laneway.policy.deadline import Deadline
-from laneway.policy.retry import GiveUp, Pushback, Retry
+from laneway.policy.quota import used_tokens
+from laneway.policy.retry import PUSHBACK_STATUSES, Decision, GiveUp, Pushback, Retry
+from laneway.state.base import SourceStore
+from laneway.state.memory import MemoryStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]
@@ -47,6 +47,8 @@ class CallState:
     pushbacks_used: int = 0
     last_failure: AttemptFailure | None = None
     in_flight: tuple[str, float] | None = None
+    waiting: str | None = None
+    queue_wait: float = 0.0
 
     def cut_in_flight(self, now: float) -> None:
         """Record the attempt the deadline cancelled, if one was running."""
@@ -60,39 +62,53 @@ class CallState:
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome(Generic[T]):
-    """A successful call: the result, the source that gave it, and the history."""
+    """A successful call: the result, the source that gave it, and the history.
+
+    ``queue_wait`` is the time spent waiting for admission (quota, concurrency,
+    pushback), not counting backoff sleeps.
+    """
 
     result: T
     source: Source
     attempts: tuple[Attempt, ...]
     elapsed: float
+    queue_wait: float = 0.0
 
 
 class CallLoop:
     """Drives one call: picks sources, bounds attempts, performs policy decisions."""
 
-    def __init__(self, clock: Clock, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, clock: Clock, rng: random.Random | None = None, store: SourceStore | None = None
+    ) -> None:
         self.clock = clock
         self.rng = rng or random.Random()
-        self.admission = SourceAdmission()
+        self.admission = SourceAdmission(store or MemoryStore(clock), clock)
 
-    async def run(self, lane: Lane, deadline: Deadline, attempt: AttemptFn[T]) -> CallOutcome[T]:
-        """Run ``attempt`` under the lane's policy until success or a verdict."""
-        state = CallState(start=self.clock.now())
+    async def run(
+        self,
+        lane: Lane,
+        deadline: Deadline,
+        attempt: AttemptFn[T],
+        *,
+        request_tokens: int | None = None,
+    ) -> CallOutcome[T]:
+        """Run ``attempt`` under the lane's policy until success or a verdict.
+
+        ``request_tokens`` (see ``laneway.policy.quota.estimate_tokens``) sizes
+        the quota reservation on sources with a ``tpm``.
+        """
+        start = self.clock.now()
+        state = CallState(start=start, sources=CallSources(started=start))
         try:
             async with asyncio.timeout_at(self._loop_time(deadline)):
-                return await self._attempts(lane, deadline, state, attempt)
+                return await self._attempts(lane, deadline, state, attempt, request_tokens)
         except TimeoutError:
             now = self.clock.now()
             state.cut_in_flight(now)
-            elapsed = now - state.start
-            raise DeadlineExceeded(
-                f"lane {lane.name}: deadline of {format_duration(deadline.at - state.start)} "
-                f"passed after {len(state.attempts)} attempt(s)",
-                lane=lane.name,
-                attempts=tuple(state.attempts),
-                elapsed=elapsed,
-                deadline=deadline.at - state.start,
+            attempts, budget = tuple(state.attempts), deadline.at - state.start
+            raise deadline_exceeded(
+                lane, attempts, now - state.start, budget, state.waiting
             ) from None
 
     def _loop_time(self, deadline: Deadline) -> float | None:
@@ -101,32 +117,49 @@ class CallLoop:
         return asyncio.get_running_loop().time() + deadline.remaining(self.clock.now())
 
     async def _attempts(
-        self, lane: Lane, deadline: Deadline, state: CallState, attempt: AttemptFn[T]
+        self,
+        lane: Lane,
+        deadline: Deadline,
+        state: CallState,
+        attempt: AttemptFn[T],
+        request_tokens: int | None,
     ) -> CallOutcome[T]:
         while True:
-            source = self._next_source(lane, state)
-            started = self.clock.now()
+            admitted = await self._admitted(lane, state, request_tokens)
+            source, started = admitted.source, admitted.started
             state.in_flight = (source.name, started)
             try:
                 result = await self._bounded(attempt, source, lane, deadline, started)
             except AttemptFailure as failure:
                 state.in_flight = None
                 elapsed = self.clock.now() - started
-                state.sources.failed_at[source.name] = self.clock.now()
+                state.sources.failures[source.name] += 1
+                await self.admission.settle(admitted, failure, None)
                 await self._after_failure(lane, deadline, state, source, failure, elapsed)
                 continue
+            except BaseException:
+                await self.admission.release(admitted)
+                raise
             state.in_flight = None
             elapsed = self.clock.now() - started
+            await self.admission.settle(admitted, None, _tokens_used(result))
             state.attempts.append(Attempt(source.name, "ok", elapsed, status=200))
-            return CallOutcome(
-                result, source, tuple(state.attempts), self.clock.now() - state.start
-            )
+            total = self.clock.now() - state.start
+            return CallOutcome(result, source, tuple(state.attempts), total, state.queue_wait)
 
-    def _next_source(self, lane: Lane, state: CallState) -> Source:
-        source = self.admission.pick(lane, state.sources)
-        if source is None:
-            raise self._verdict(lane, state, state.last_failure, "no source left to try")
-        return source
+    async def _admitted(self, lane: Lane, state: CallState, request_tokens: int | None) -> Admitted:
+        """The next attempt's source, after waiting as long as admission says."""
+        while True:
+            decision = await self.admission.pick(lane, state.sources, request_tokens)
+            if isinstance(decision, Admitted):
+                state.waiting = None
+                return decision
+            if isinstance(decision, NoSource):
+                raise self._no_source(lane, state, decision)
+            state.waiting = decision.reason
+            began = self.clock.now()
+            await self.admission.wait(lane, decision)
+            state.queue_wait += self.clock.now() - began
 
     async def _bounded(
         self, attempt: AttemptFn[T], source: Source, lane: Lane, deadline: Deadline, now: float
@@ -161,21 +194,15 @@ class CallLoop:
             state.attempts.append(record)
             self.admission.exclude_smaller_windows(lane, state.sources, source)
             return
-        decision = lane.policy.decide(
-            failure,
-            retries_used=state.retries_used,
-            pushbacks_used=state.pushbacks_used,
-            remaining=deadline.remaining(self.clock.now()),
-            rng=self.rng,
-        )
+        decision = self._decide(lane, deadline, state, source, failure)
         if isinstance(decision, GiveUp):
             state.attempts.append(record)
             raise self._verdict(lane, state, failure, decision.reason, pushback=decision.pushback)
         if isinstance(decision, Pushback):
             state.pushbacks_used += 1
-            wait = decision.wait
+            moved_on = self.admission.has_alternative(lane, state.sources, source)
+            wait = 0.0 if moved_on else decision.wait
         else:
-            assert isinstance(decision, Retry)
             state.retries_used += 1
             wait = decision.delay
         pushed = isinstance(decision, Pushback)
@@ -184,7 +211,44 @@ class CallLoop:
                 source.name, failure.label, elapsed, failure.status, pushed, wait, failure.message
             )
         )
-        await asyncio.sleep(wait)
+        if isinstance(decision, Retry):
+            await asyncio.sleep(wait)
+
+    def _decide(
+        self,
+        lane: Lane,
+        deadline: Deadline,
+        state: CallState,
+        source: Source,
+        failure: AttemptFailure,
+    ) -> Decision:
+        """The retry policy's decision, with pushback applied to the source alone.
+
+        A Retry-After marks only the source that sent it, so admission moves
+        the call to another source, or waits for this one when it is the only
+        one. A pushback too long to honour ends the call only when no other
+        source can take it.
+        """
+        if failure.retry_after is not None and failure.status in PUSHBACK_STATUSES:
+            self.admission.push_back(lane, source, failure.retry_after)
+        decision = lane.policy.decide(
+            failure,
+            retries_used=state.retries_used,
+            pushbacks_used=state.pushbacks_used,
+            remaining=deadline.remaining(self.clock.now()),
+            rng=self.rng,
+        )
+        refused = isinstance(decision, GiveUp) and decision.pushback
+        if refused and self.admission.has_alternative(lane, state.sources, source):
+            return Pushback(failure.retry_after or 0.0)
+        return decision
+
+    def _no_source(self, lane: Lane, state: CallState, verdict: NoSource) -> CallFailed:
+        if verdict.stalled:
+            elapsed = self.clock.now() - state.start
+            attempts = tuple(state.attempts)
+            return stalled(lane, attempts, elapsed, verdict.reason, state.waiting)
+        return self._verdict(lane, state, state.last_failure, verdict.reason)
 
     def _verdict(
         self,
@@ -195,22 +259,16 @@ class CallLoop:
         *,
         pushback: bool = False,
     ) -> CallFailed:
-        """The typed error for a call that ends on ``failure``."""
-        kw: dict[str, Any] = {
-            "lane": lane.name,
-            "attempts": tuple(state.attempts),
-            "elapsed": self.clock.now() - state.start,
-            "deadline": lane.config.deadline,
-        }
-        detail = failure.message if failure is not None else "no attempt was made"
-        message = f"lane {lane.name}: {detail} ({reason})"
-        kind = failure.kind if failure is not None else ""
-        if pushback:
-            return PushbackRefused(message, **kw)
-        if kind == "context_length":
-            return ContextLengthExceeded(message, body=failure.body if failure else None, **kw)
-        if kind == "rejected":
-            return UpstreamRejected(message, body=failure.body if failure else None, **kw)
-        if kind == "dimension":
-            return DimensionMismatch(message, **kw)
-        return UpstreamFailed(message, **kw)
+        elapsed = self.clock.now() - state.start
+        attempts = tuple(state.attempts)
+        return call_failed(lane, attempts, elapsed, failure, reason, pushback=pushback)
+
+
+def _tokens_used(result: object) -> int | None:
+    """The tokens an attempt's result reports (``None``: keep the reservation).
+
+    A stream's result has no usage yet when its first token arrives, so its
+    reservation stands as the estimate.
+    """
+    usage = getattr(result, "usage", None)
+    return used_tokens(usage) if isinstance(usage, Usage) else None

@@ -1,12 +1,14 @@
-"""``Engine``: runs chat, stream and embed calls on configured lanes."""
+"""``Engine``: runs chat, stream, embed and OCR calls on configured lanes."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from laneway.accounting.estimate import chat_usage_or_estimate
+from laneway.cache import CacheStore, GuardedCache, open_cache
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock, SystemClock
 from laneway.core.errors import (
@@ -18,17 +20,34 @@ from laneway.core.errors import (
 )
 from laneway.core.records import CallMeta, CallObserver
 from laneway.core.transport import Transport
-from laneway.core.types import ChatRequest, EmbeddingResponse, EmbedRequest, LLMResponse
+from laneway.core.types import (
+    ChatRequest,
+    EmbeddingResponse,
+    EmbedRequest,
+    LLMResponse,
+    OCRResponse,
+)
+from laneway.engine import embedding
 from laneway.engine.call import CallLoop
+from laneway.engine.embedding_cache import EmbeddingCache
 from laneway.engine.lane import Lane, Source, build_lane
-from laneway.engine.recording import Recorder
+from laneway.engine.ocr import run_ocr
+from laneway.engine.recording import CallClock, Recorder
+from laneway.engine.response_cache import ResponseCache
 from laneway.engine.stream import ChatStream
 from laneway.policy.deadline import Deadline
-from laneway.providers.base import ChatResult, EmbedResult
+from laneway.policy.quota import estimate_tokens
+from laneway.providers.base import ChatResult
+from laneway.state import open_store
 
 
 class Engine:
-    """The lanes of one configuration, a shared transport, and the call loop."""
+    """The lanes of one configuration, a shared transport, and the call loop.
+
+    ``cache`` stores the response and embedding caches (default: the one
+    ``cache.url`` names, relative paths from the working directory); its
+    failures read as misses.
+    """
 
     def __init__(
         self,
@@ -39,12 +58,16 @@ class Engine:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         observers: Sequence[CallObserver] = (),
+        cache: CacheStore | None = None,
     ) -> None:
         self.config = config
         self.transport = transport
         self.clock = clock or SystemClock()
-        self.loop = CallLoop(self.clock, rng)
+        self.loop = CallLoop(self.clock, rng, open_store(config.state.url, self.clock))
         self.recorder = Recorder(observers, self.clock)
+        self.cache = GuardedCache(cache or open_cache(config.cache.url, None), self.clock)
+        self.responses = ResponseCache(self.cache, self.clock)
+        self.embedding_cache = EmbeddingCache(self.cache)
         self.lanes: dict[str, Lane] = {
             name: build_lane(name, lane, environ) for name, lane in config.lanes.items()
         }
@@ -76,9 +99,25 @@ class Engine:
         deadline: float | None = None,
         meta: CallMeta | None = None,
     ) -> LLMResponse:
-        """One non-streaming chat call under the lane's policy."""
+        """One non-streaming chat call under the lane's policy (or from its response cache)."""
         lane = self.lane(lane_name, "chat")
+        return await self.run_chat(lane, request, deadline=deadline, meta=meta)
+
+    async def run_chat(
+        self,
+        lane: Lane,
+        request: ChatRequest,
+        *,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
+        accept: Callable[[LLMResponse], bool] | None = None,
+    ) -> LLMResponse:
+        """A chat call on a resolved chat or OCR lane; answers ``accept`` refuses are not cached."""
         started = self.recorder.start()
+        lookup = await self.responses.lookup(lane, request)
+        if lookup.hit is not None:
+            self._record_hit(lane, started, meta, lookup.hit)
+            return lookup.hit
         wants_empty_retry = "empty" in lane.policy.retry_on
 
         async def attempt(source: Source) -> ChatResult:
@@ -90,34 +129,58 @@ class Engine:
             return result
 
         try:
-            done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
+            done = await self.loop.run(
+                lane,
+                self.deadline(lane, deadline),
+                attempt,
+                request_tokens=estimate_tokens(request),
+            )
         except (CallFailed, asyncio.CancelledError) as exc:
             self.recorder.failed(lane, started, meta, exc)
             raise
         r = done.result
+        usage = chat_usage_or_estimate(
+            r.usage,
+            lane.config.estimate_missing_usage,
+            request.messages,
+            r.content,
+            r.reasoning_content,
+        )
         self.recorder.ok(
             lane,
             started,
             meta,
             source=done.source.name,
             model=r.model,
-            usage=r.usage,
+            usage=usage,
             attempts=done.attempts,
             status=200,
+            cache=lookup.status,
         )
-        return LLMResponse(
+        response = LLMResponse(
             lane=lane.name,
             source=done.source.name,
             model=r.model,
             content=r.content,
-            usage=r.usage,
+            usage=usage,
             attempts=done.attempts,
             elapsed=done.elapsed,
             finish_reason=r.finish_reason,
             reasoning_content=r.reasoning_content,
             reasoning=r.reasoning,
             raw=r.raw,
+            cache=lookup.status,
         )
+        if accept is None or accept(response):
+            await self.responses.save(lookup, response)
+        return response
+
+    def _record_hit(
+        self, lane: Lane, started: CallClock, meta: CallMeta | None, hit: LLMResponse
+    ) -> None:
+        """Record a cache hit: no attempts, the cached usage, ``cache="hit"``."""
+        fields = {"source": hit.source, "model": hit.model, "usage": hit.usage, "status": 200}
+        self.recorder.ok(lane, started, meta, cache="hit", **fields)
 
     def chat_stream(
         self,
@@ -139,73 +202,29 @@ class Engine:
         deadline: float | None = None,
         meta: CallMeta | None = None,
     ) -> EmbeddingResponse:
-        """Embed every input; each vector is checked against the lane's pinned length."""
+        """Embed every input in batches (see ``laneway.engine.embedding``), in input order."""
         lane = self.lane(lane_name, "embed")
-        started = self.recorder.start()
-        pinned = lane.config.dimensions
-        if pinned is not None and request.dimensions not in (None, pinned):
-            raise RequestInvalid("dimensions", f"lane {lane.name} is pinned to {pinned}")
-        request = pin_dimensions(request, pinned)
+        return await embedding.embed(self, lane, request, self.deadline(lane, deadline), meta)
 
-        async def attempt(source: Source) -> EmbedResult:
-            answer = await self.transport.send(source.provider.embed_request(request))
-            result = source.provider.parse_embed(answer, self.clock.wall())
-            check_vectors(result, len(request.inputs), pinned)
-            return result
-
-        try:
-            done = await self.loop.run(lane, self.deadline(lane, deadline), attempt)
-        except (CallFailed, asyncio.CancelledError) as exc:
-            self.recorder.failed(lane, started, meta, exc)
-            raise
-        r = done.result
-        self.recorder.ok(
-            lane,
-            started,
-            meta,
-            source=done.source.name,
-            model=r.model,
-            usage=r.usage,
-            attempts=done.attempts,
-            status=200,
-            embedding_dim=len(r.vectors[0]) if r.vectors else None,
-        )
-        return EmbeddingResponse(
-            lane=lane.name,
-            source=done.source.name,
-            model=r.model,
-            vectors=r.vectors,
-            usage=r.usage,
-            attempts=done.attempts,
-            elapsed=done.elapsed,
+    async def ocr(
+        self,
+        lane_name: str,
+        document: bytes,
+        *,
+        mime_type: str | None = None,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
+    ) -> OCRResponse:
+        """Read one image or PDF page on an OCR lane (see ``laneway.engine.ocr``)."""
+        return await run_ocr(
+            self, lane_name, document, mime_type=mime_type, deadline=deadline, meta=meta
         )
 
     async def aclose(self) -> None:
-        """Release the transport's connections."""
+        """Release the transport's connections and the cache's."""
         await self.transport.aclose()
-
-
-def pin_dimensions(request: EmbedRequest, pinned: int | None) -> EmbedRequest:
-    """The request with the lane's pinned dimensions filled in."""
-    if pinned is None or request.dimensions == pinned:
-        return request
-    return EmbedRequest(request.inputs, pinned, request.params)
-
-
-def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) -> None:
-    """Refuse an answer whose vector count or lengths are wrong: it would corrupt a corpus."""
-    if len(result.vectors) != expected_count:
-        raise AttemptFailure(
-            "malformed", f"sent {expected_count} inputs, got {len(result.vectors)} vectors"
-        )
-    if pinned is None:
-        return
-    for index, vector in enumerate(result.vectors):
-        if len(vector) != pinned:
-            raise AttemptFailure(
-                "dimension",
-                f"embedding {index} has length {len(vector)}, expected {pinned} (dimensions pin)",
-            )
+        await self.loop.admission.aclose()
+        await self.cache.aclose()
 
 
 def chat_request(messages: Any, params: Mapping[str, Any]) -> ChatRequest:

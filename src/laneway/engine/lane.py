@@ -1,15 +1,27 @@
-"""A lane ready to run: its sources bound to adapters, its policy built."""
+"""A lane ready to run: its sources bound to adapters, its policies built."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from laneway.config.models import LaneConfig, SourceConfig
 from laneway.policy.backoff import Backoff
+from laneway.policy.breaker import BreakerLimits
+from laneway.policy.health import HealthPolicy
+from laneway.policy.pacer import Pacer, PacerLimits
+from laneway.policy.quota import QuotaLimits
 from laneway.policy.retry import RetryPolicy
+from laneway.policy.selection import Turns
+from laneway.policy.stall import StallWatch
+from laneway.policy.waits import Wait
 from laneway.providers.base import Provider
 from laneway.providers.registry import make_provider
+from laneway.state.base import SourceRecord
+
+PUSHED_BACK = "pushback"
 
 
 @dataclass(slots=True)
@@ -20,6 +32,8 @@ class Source:
     config: SourceConfig
     provider: Provider
     problems: list[str] = field(default_factory=list)
+    quota: QuotaLimits | None = None
+    pacing: PacerLimits | None = None
 
     @property
     def ready(self) -> bool:
@@ -28,13 +42,62 @@ class Source:
 
 
 @dataclass(slots=True)
+class LaneMemory:
+    """What this process keeps about a lane's sources between calls.
+
+    Admission's working memory: the store's latest records, weighted turns,
+    AIMD pacers, pushback marks, and the picks waiting for a release.
+    """
+
+    records: dict[str, SourceRecord] = field(default_factory=dict)
+    turns: Turns = field(default_factory=Turns)
+    pacers: dict[str, Pacer] = field(default_factory=dict)
+    pushed_back: dict[str, float] = field(default_factory=dict)
+    waiters: set[asyncio.Event] = field(default_factory=set)
+    panicking: bool = False
+
+    def last_progress(self) -> float | None:
+        """When any source of the lane last succeeded, as far as the store told us."""
+        ends = [r.last_ok for r in self.records.values() if r.last_ok is not None]
+        return max(ends, default=None)
+
+    def pacer(self, source: Source) -> Pacer | None:
+        """The source's pacer, or ``None`` when its concurrency is not limited."""
+        if source.pacing is None:
+            return None
+        pacer = self.pacers.get(source.name)
+        if pacer is None:
+            pacer = self.pacers[source.name] = Pacer(source.pacing)
+        return pacer
+
+    def blocked(self, source: Source, now: float) -> Wait | None:
+        """A local reason the source cannot run now: a pushback mark or a full limit."""
+        until = self.pushed_back.get(source.name, -math.inf)
+        if until > now:
+            return Wait(until - now, PUSHED_BACK)
+        pacer = self.pacer(source)
+        gate = pacer.gate() if pacer is not None else None
+        return gate if isinstance(gate, Wait) else None
+
+    def notify(self) -> None:
+        """Wake every waiting pick: a slot, a reservation or a record changed."""
+        for waiter in self.waiters:
+            waiter.set()
+        self.waiters.clear()
+
+
+@dataclass(slots=True)
 class Lane:
-    """A named route: sources in priority order and the enforced policy."""
+    """A named route: sources in priority order and the enforced policies."""
 
     name: str
     config: LaneConfig
     sources: list[Source]
     policy: RetryPolicy
+    breaker: BreakerLimits = field(default_factory=BreakerLimits)
+    health: HealthPolicy = field(default_factory=HealthPolicy)
+    stall: StallWatch = field(default_factory=StallWatch)
+    memory: LaneMemory = field(default_factory=LaneMemory)
 
     @property
     def problems(self) -> list[str]:
@@ -54,7 +117,15 @@ def build_lane(name: str, config: LaneConfig, environ: Mapping[str, str]) -> Lan
     names = config.source_names()
     ordered = sorted(zip(names, config.sources, strict=True), key=lambda pair: pair[1].priority)
     sources = [_build_source(n, s, environ) for n, s in ordered]
-    return Lane(name, config, sources, retry_policy(config))
+    b = config.breaker
+    return Lane(
+        name,
+        config,
+        sources,
+        retry_policy(config),
+        breaker=BreakerLimits(failures=b.failures, window=b.window, cooldown=b.cooldown),
+        stall=StallWatch(config.stall_after),
+    )
 
 
 def retry_policy(config: LaneConfig) -> RetryPolicy:
@@ -77,5 +148,22 @@ def _build_source(name: str, config: SourceConfig, environ: Mapping[str, str]) -
         key = config.api_key.resolve(environ)
         if key is None:
             problems.append(f"source {name}: environment variable {config.api_key.env} is unset")
-    provider = make_provider(config.provider, config.base_url, config.model, key)
-    return Source(name, config, provider, problems)
+    provider = make_provider(
+        config.provider, config.base_url, config.model, key, max_tokens=config.max_tokens
+    )
+    return Source(name, config, provider, problems, quota_limits(config), pacer_limits(config))
+
+
+def quota_limits(config: SourceConfig) -> QuotaLimits | None:
+    """The source's quota, or ``None`` when it has neither ``rpm`` nor ``tpm``."""
+    if config.rpm is None and config.tpm is None:
+        return None
+    return QuotaLimits(rpm=config.rpm, tpm=config.tpm, est_tokens=config.est_tokens)
+
+
+def pacer_limits(config: SourceConfig) -> PacerLimits | None:
+    """The source's AIMD range, or ``None`` when its concurrency is not limited."""
+    c = config.concurrency
+    if c is None:
+        return None
+    return PacerLimits(min=c.min, max=c.max, initial=c.initial, cut_factor=c.cut_factor)

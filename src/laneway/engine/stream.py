@@ -20,12 +20,14 @@ from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from laneway.accounting.estimate import chat_usage_or_estimate
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
 from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
 from laneway.policy.deadline import Deadline
+from laneway.policy.quota import estimate_tokens
 
 if TYPE_CHECKING:
     from laneway.engine.gateway import Engine
@@ -82,13 +84,27 @@ class ChatStream:
         self._segments: list[Usage | None] = []
         self.first_token_at: float | None = None
         self._content: list[str] = []
+        self._reasoning: list[str] = []
         self._started = engine.clock.now()
         self._iterator: AsyncGenerator[ChatChunk, None] | None = None
 
     @property
     def usage(self) -> Usage | None:
-        """The stream's usage once it ended (``None`` before; unknown stays unknown)."""
-        return combined_usage(self._segments)
+        """The stream's usage once it ended (``None`` before; unknown stays unknown).
+
+        On a lane with ``estimate_missing_usage``, unreported usage of a finished
+        stream is estimated from what was sent and streamed (marked ``estimated``).
+        """
+        usage = combined_usage(self._segments)
+        if not self._segments or not self.lane.config.estimate_missing_usage:
+            return usage
+        return chat_usage_or_estimate(
+            usage or NO_USAGE,
+            True,
+            self._request.messages,
+            self.content,
+            "".join(self._reasoning),
+        )
 
     @property
     def content(self) -> str:
@@ -164,7 +180,12 @@ class ChatStream:
     async def _open(self, lane: Lane, request: ChatRequest) -> _Opened:
         engine = self._engine
         try:
-            done = await engine.loop.run(lane, self._deadline, lambda s: self._attempt(s, request))
+            done = await engine.loop.run(
+                lane,
+                self._deadline,
+                lambda s: self._attempt(s, request),
+                request_tokens=estimate_tokens(request),
+            )
         except CallFailed as exc:
             exc.attempts = self.attempts = self.attempts + exc.attempts
             raise
@@ -248,6 +269,8 @@ class ChatStream:
     def _took(self, chunk: ChatChunk) -> ChatChunk:
         if chunk.content:
             self._content.append(chunk.content)
+        if chunk.reasoning_content:
+            self._reasoning.append(chunk.reasoning_content)
         if chunk.model:
             self.model = chunk.model
         return chunk

@@ -22,6 +22,35 @@ _CONNECT_ERRORS = (
 )
 
 
+READ_CHUNK = 64 * 1024
+
+
+async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> bytes:
+    """The whole body, or ``too_large`` as soon as it passes ``limit``.
+
+    A declared ``Content-Length`` over the limit fails before reading; a
+    chunked body fails at the first chunk past it, so memory stays bounded.
+    """
+    if limit is None:
+        return await response.read()
+    if response.content_length is not None and response.content_length > limit:
+        raise _too_large(limit, response.content_length)
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(READ_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit, len(body))
+    return bytes(body)
+
+
+def _too_large(limit: int, seen: int) -> AttemptFailure:
+    return AttemptFailure(
+        "too_large",
+        f"answer exceeds the response limit of {limit} bytes (max_response_bytes); "
+        f"{seen} bytes arrived before reading stopped",
+    )
+
+
 class AiohttpStream:
     """An open upstream answer read line by line."""
 
@@ -72,7 +101,7 @@ class AiohttpTransport:
             async with self._client().request(
                 request.method, request.url, data=request.body, headers=dict(request.headers)
             ) as response:
-                body = await response.read()
+                body = await _read_body(response, request.max_bytes)
                 headers = {k.lower(): v for k, v in response.headers.items()}
                 return HttpResponse(response.status, headers, body)
         except aiohttp.ClientPayloadError as exc:

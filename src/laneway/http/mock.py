@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
+from laneway.core.errors import AttemptFailure
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse] | HttpResponse]
@@ -32,12 +33,14 @@ class MockTransport:
         self.requests: list[HttpRequest] = []
 
     async def send(self, request: HttpRequest) -> HttpResponse:
-        """Call the handler (sync or async) and return its answer."""
+        """Call the handler (sync or async); honour ``max_bytes`` like the real transport."""
         self.requests.append(request)
         result = self._handler(request)
-        if isinstance(result, HttpResponse):
-            return result
-        return await result
+        response = result if isinstance(result, HttpResponse) else await result
+        limit = request.max_bytes
+        if limit is not None and len(response.body) > limit:
+            raise AttemptFailure("too_large", f"answer exceeds the response limit of {limit} bytes")
+        return response
 
     @asynccontextmanager
     async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:

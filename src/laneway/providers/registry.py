@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from laneway.providers.anthropic import AnthropicProvider
 from laneway.providers.base import Provider
+from laneway.providers.gemini import GeminiProvider
 from laneway.providers.openai import OpenAIProvider
 
 
-def make_provider(kind: str, base_url: str, model: str, api_key: str | None) -> Provider:
-    """Return the adapter for ``kind`` bound to one source."""
+def make_provider(
+    kind: str, base_url: str, model: str, api_key: str | None, *, max_tokens: int | None = None
+) -> Provider:
+    """Return the adapter for ``kind`` bound to one source.
+
+    ``max_tokens`` is the source's default output limit; only Anthropic, which
+    refuses calls without one, takes it.
+    """
     if kind == "openai":
         return OpenAIProvider(base_url, model, api_key)
+    if kind == "gemini":
+        return GeminiProvider(base_url, model, api_key)
+    if kind == "anthropic":
+        return AnthropicProvider(base_url, model, api_key, max_tokens)
     raise ValueError(f"unknown provider {kind!r}")

@@ -20,6 +20,7 @@ import orjson
 from laneway.sim._request import (
     DEFAULT_MODEL,
     Request,
+    assistant_turns,
     embedding_inputs,
     prompt_chars,
     requested_dimensions,
@@ -38,6 +39,11 @@ DEFAULT_DIMS = 8
 
 REASONING_WORDS = ("Considering", "the", "question", "carefully.")
 """Reasoning text of the `reasoning` token; one word per streamed reasoning delta."""
+
+JSON_ANSWER = '{"answer": "sim answer"}'
+"""Answer of the `json_after=N` token once the request carries N earlier answers."""
+JSON_WRONG = '{"wrong": "sim answer"}'
+"""Answer of `json_after=N` before that: valid JSON of the wrong shape (a re-ask's cue)."""
 
 _ERROR_KINDS: dict[int, tuple[str, str]] = {
     400: ("invalid_request_error", "invalid_request"),
@@ -114,10 +120,18 @@ def plan_completion(
         created=created,
         model=behaviour.model or requested_model(request),
         prompt_tokens=tokens_for_chars(prompt_chars(request)),
-        pieces=() if behaviour.empty else answer_pieces(behaviour.chunks),
+        pieces=() if behaviour.empty else _pieces(behaviour, request),
         reasoning_pieces=_REASONING_PIECES if behaviour.reasoning else (),
         with_usage=not behaviour.nousage,
     )
+
+
+def _pieces(behaviour: Behaviour, request: Request) -> tuple[str, ...]:
+    """The answer's deltas: the usual sentence, or one JSON object under `json_after`."""
+    if behaviour.json_after is None:
+        return answer_pieces(behaviour.chunks)
+    valid = assistant_turns(request) >= behaviour.json_after
+    return (JSON_ANSWER if valid else JSON_WRONG,)
 
 
 def json_reply(payload: object, status: int = 200, headers: Headers | None = None) -> Reply:

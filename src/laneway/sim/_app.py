@@ -26,7 +26,10 @@ from laneway.sim._answers import (
     models_reply,
     plan_completion,
 )
+from laneway.sim._anthropic import ANTHROPIC
 from laneway.sim._faults import Refusal, choose_refusal
+from laneway.sim._gemini import GEMINI
+from laneway.sim._native import Call, Dialect, native_refusal, native_steps
 from laneway.sim._request import Request, wants_stream, wants_stream_usage
 from laneway.sim._spec import Behaviour, SpecError, parse_spec
 from laneway.sim._state import SimState
@@ -41,6 +44,10 @@ _CHAT = "/chat/completions"
 _ENDPOINTS = frozenset({("POST", _CHAT), ("POST", "/embeddings"), ("GET", "/models")})
 _STREAM_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 _OK_TEXT = Reply(200, b"ok", [(b"content-type", b"text/plain")])
+_NATIVE_ROOTS: tuple[tuple[str, Dialect], ...] = (
+    ("/v1beta/", GEMINI),
+    ("/v1/messages", ANTHROPIC),
+)
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -94,6 +101,15 @@ def _error(status: int, message: str) -> Reply:
     return json_reply(error_payload(status, message), status)
 
 
+def _native_route(path: str) -> tuple[Dialect, str, str] | None:
+    """`(dialect, spec, endpoint)` of a Gemini or Anthropic path, with or without `/b/<spec>`."""
+    for root, dialect in _NATIVE_ROOTS:
+        head, found, endpoint = path.partition(root)
+        if found and (not head or head.startswith("/b/")):
+            return dialect, head[3:] or "ok", endpoint
+    return None
+
+
 def _parse_request(body: bytes) -> Request | None:
     try:
         request = orjson.loads(body)
@@ -103,7 +119,7 @@ def _parse_request(body: bytes) -> Request | None:
 
 
 class SimApp:
-    """ASGI app simulating an OpenAI-compatible upstream whose faults are chosen by URL."""
+    """ASGI app simulating OpenAI, Gemini and Anthropic upstreams whose faults are chosen by URL."""
 
     def __init__(self) -> None:
         self._state = SimState(started_at=time.monotonic())
@@ -116,7 +132,10 @@ class SimApp:
             return
         path: str = scope["path"]
         method: str = scope["method"]
-        if path.startswith("/v1/"):
+        native = _native_route(path)
+        if native is not None:
+            await self._serve_native(*native, method, receive, send)
+        elif path.startswith("/v1/"):
             await self._serve_upstream("ok", method, path[3:], receive, send)
         elif path.startswith("/b/") and "/v1/" in path:
             spec, _, endpoint = path[3:].partition("/v1/")
@@ -192,6 +211,54 @@ class SimApp:
             await _send_reply(send, answer)
         else:
             await _send_stream(send, receive, answer)
+
+    async def _serve_native(
+        self, dialect: Dialect, spec: str, endpoint: str, method: str, receive: Receive, send: Send
+    ) -> None:
+        """Serve Gemini or Anthropic: the same faults, read and written in the native form."""
+        body = await _read_body(receive)
+        now = time.monotonic()
+        admitted = self._admit_native(dialect, spec, method, endpoint, body, now)
+        if isinstance(admitted, Reply):
+            await _send_reply(send, admitted)
+            return
+        behaviour, call = admitted
+        refusal = choose_refusal(behaviour, spec, call.request, self._state, now)
+        streaming = refusal is None and call.stream
+        wait = behaviour.sleep if streaming else behaviour.sleep + behaviour.ttfb
+        if await _client_left_within(receive, wait):
+            return
+        answer = self._native_answer(dialect, behaviour, call, refusal)
+        if isinstance(answer, Reply):
+            await _send_reply(send, answer)
+        else:
+            await _send_stream(send, receive, answer)
+
+    def _admit_native(
+        self, dialect: Dialect, spec: str, method: str, endpoint: str, body: bytes, now: float
+    ) -> tuple[Behaviour, Call] | Reply:
+        try:
+            behaviour = self._behaviour(spec)
+        except SpecError as exc:
+            return dialect.error(400, f"sim: {exc}", None, [])
+        call = dialect.understand(method, endpoint, _parse_request(body))
+        if isinstance(call, Reply):
+            return call
+        self._state.record_hit(spec, now)
+        return behaviour, call
+
+    def _native_answer(
+        self, dialect: Dialect, behaviour: Behaviour, call: Call, refusal: Refusal | None
+    ) -> Reply | Iterator[Step]:
+        if refusal is not None:
+            return native_refusal(dialect, behaviour, refusal, time.time())
+        if call.kind == "embed":
+            return dialect.embed(behaviour, call.request)
+        number = next(self._completion_numbers)
+        completion = plan_completion(behaviour, call.request, number, int(time.time()))
+        if call.stream:
+            return native_steps(behaviour, completion, dialect.writer(completion))
+        return dialect.chat(completion)
 
 
 def create_app() -> SimApp:

@@ -59,6 +59,11 @@ def last_role(request: Request) -> str | None:
     return role if isinstance(role, str) else None
 
 
+def assistant_turns(request: Request) -> int:
+    """How many earlier answers the conversation carries (re-asks add one each)."""
+    return sum(1 for message in _messages(request) if message.get("role") == "assistant")
+
+
 def _is_token_array(items: list[Any]) -> bool:
     return bool(items) and all(isinstance(item, int) for item in items)
 

@@ -47,6 +47,7 @@ class Behaviour:
     flap: float | None = None
     model: str | None = None
     id: str | None = None
+    json_after: int | None = None
 
     @property
     def fails_conditionally(self) -> bool:
@@ -151,6 +152,7 @@ _VALUE_TOKENS: dict[str, Callable[[str], object]] = {
     "flap": _positive_seconds,
     "model": _name,
     "id": _name,
+    "json_after": _count,
 }
 
 

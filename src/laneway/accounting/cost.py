@@ -1,0 +1,65 @@
+"""The cost of one call: a number only when both usage and price are known."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from laneway.accounting.rates import PER_MILLION, Rate
+from laneway.core.types import Usage
+
+CostStatus = Literal["priced", "estimated", "unpriced", "usage_unknown"]
+
+
+class Cost(NamedTuple):
+    """USD, or ``None`` with the reason it is unknown.
+
+    ``estimated`` is a number computed from locally estimated usage; it is
+    kept apart from ``priced`` wherever costs are summed.
+    """
+
+    usd: float | None
+    status: CostStatus
+
+
+USAGE_UNKNOWN = Cost(None, "usage_unknown")
+UNPRICED = Cost(None, "unpriced")
+
+
+def cost_of(usage: Usage, rate: Rate | None, kind: str) -> Cost:
+    """Price ``usage`` at ``rate`` for a ``chat`` or ``embed`` call.
+
+    Unknown usage wins over a missing price: a call whose usage is unknown
+    could not be priced even with a price. Embed calls report no completion
+    tokens (there are none to report); a chat call without them is unknown.
+    """
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    if not usage.known or prompt is None or (completion is None and kind == "chat"):
+        return USAGE_UNKNOWN
+    if rate is None:
+        return UNPRICED
+    output = _output_usd(prompt, completion or 0, usage.reasoning_tokens, rate)
+    if output is None:
+        return UNPRICED
+    usd = _input_usd(prompt, usage.cached_tokens, rate) + output + (rate.per_request or 0.0)
+    return Cost(usd, "estimated" if usage.source == "estimated" else "priced")
+
+
+def _input_usd(prompt: int, cached: int | None, rate: Rate) -> float:
+    """Prompt tokens; the cached part at the cached rate when there is one."""
+    cached = min(cached or 0, prompt)
+    cached_rate = rate.cached_input or rate.input
+    fresh = (prompt - cached) * rate.input.at(prompt)
+    return (fresh + cached * cached_rate.at(prompt)) / PER_MILLION
+
+
+def _output_usd(prompt: int, completion: int, reasoning: int | None, rate: Rate) -> float | None:
+    """Completion tokens, reasoning included (priced apart only where the rate says)."""
+    if completion == 0:
+        return 0.0
+    if rate.output is None:
+        return None
+    thought = min(reasoning or 0, completion) if rate.reasoning is not None else 0
+    usd = (completion - thought) * rate.output.at(prompt)
+    if rate.reasoning is not None:
+        usd += thought * rate.reasoning.at(prompt)
+    return usd / PER_MILLION

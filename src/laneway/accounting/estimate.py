@@ -1,0 +1,64 @@
+"""Local token estimates for calls whose upstream reported no usage.
+
+The estimator is deliberately crude and deterministic: one token per four
+characters (rounded up) of the text that was sent and received, the figure
+OpenAI quotes for English. It ignores per-message overhead, tool schemas and
+images, so it is a floor-ish guess, never a bill: the result carries
+``source="estimated"`` and its cost the status ``estimated``, and it only ever
+replaces a usage the upstream left out entirely, never fills gaps in a
+provider's figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from laneway.core.types import Usage
+
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in ``text``: characters over four, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def chat_usage_or_estimate(
+    usage: Usage,
+    estimate: bool,
+    messages: Sequence[Mapping[str, Any]],
+    content: str,
+    reasoning: str | None,
+) -> Usage:
+    """``usage`` as reported, or (when ``estimate`` and nothing was reported) an estimate.
+
+    Reasoning tokens are estimated from reasoning text when some arrived and
+    stay unknown otherwise (a model may think without showing it).
+    """
+    if usage.known or not estimate:
+        return usage
+    prompt = estimate_tokens(_message_text(messages))
+    thought = estimate_tokens(reasoning) if reasoning else None
+    completion = estimate_tokens(content) + (thought or 0)
+    return Usage(prompt, completion, prompt + completion, thought, None, source="estimated")
+
+
+def embed_usage_or_estimate(usage: Usage, estimate: bool, inputs: Iterable[str]) -> Usage:
+    """``usage`` as reported, or an estimate over the inputs (embeddings have no output)."""
+    if usage.known or not estimate:
+        return usage
+    prompt = sum(estimate_tokens(text) for text in inputs)
+    return Usage(prompt, None, prompt, None, None, source="estimated")
+
+
+def _message_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of every message: string contents and ``text`` parts."""
+    pieces: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            pieces.extend(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+    return "".join(str(piece) for piece in pieces)

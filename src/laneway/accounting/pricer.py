@@ -1,0 +1,147 @@
+"""Which price applies to each source of each lane, resolved once at start-up.
+
+A source's ``price:`` block wins. Otherwise the genai-prices catalogue is
+asked, because ``provider: openai`` names a wire format, not a vendor: first
+the vendor whose API URL matches ``base_url``, then the model id as given,
+then an OpenRouter-style ``vendor/model`` id split at its first ``/``.
+``laneway check`` shows which entry each source got, so a guess is visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from genai_prices import Usage as CatalogueUsage
+from genai_prices import calc_price
+from genai_prices.types import ModelInfo, ModelPrice
+
+from laneway.accounting.cost import USAGE_UNKNOWN, Cost, cost_of
+from laneway.accounting.rates import Rate, catalogue_rate, override_rate
+from laneway.core.records import CallRecord
+
+
+class PriceSpec(Protocol):
+    """A ``price:`` block (``laneway.config.PriceConfig`` has this shape)."""
+
+    @property
+    def input(self) -> float: ...
+    @property
+    def output(self) -> float | None: ...
+    @property
+    def cached_input(self) -> float | None: ...
+
+
+class SourceSpec(Protocol):
+    """A lane's source as far as pricing cares (``SourceConfig`` has this shape)."""
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def price(self) -> PriceSpec | None: ...
+
+
+class LaneSpec(Protocol):
+    """A lane as far as pricing cares (``LaneConfig`` has this shape)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def sources(self) -> Sequence[SourceSpec]: ...
+    def source_names(self) -> list[str]: ...
+
+
+@dataclass(slots=True)
+class CataloguePrice:
+    """A genai-prices model; its price may depend on the call's date or time of day."""
+
+    model: ModelInfo
+    origin: str
+    _rates: dict[int, Rate | None] = field(default_factory=dict)
+
+    def rate(self, when: float) -> Rate | None:
+        """The rate in force at Unix time ``when``."""
+        prices = self.model.prices
+        if not isinstance(prices, ModelPrice):
+            prices = self.model.get_prices(datetime.fromtimestamp(when, UTC))
+        key = id(prices)  # catalogue objects live as long as the process: stable keys
+        if key not in self._rates:
+            self._rates[key] = catalogue_rate(prices, self.origin)
+        return self._rates[key]
+
+
+@dataclass(frozen=True, slots=True)
+class FixedPrice:
+    """A source's own ``price:`` block."""
+
+    fixed: Rate
+
+    def rate(self, when: float) -> Rate | None:
+        """The same rate at any time."""
+        return self.fixed
+
+
+PriceEntry = CataloguePrice | FixedPrice
+
+
+class Pricer:
+    """The price of every (lane, source); prices a ``CallRecord`` in a few µs."""
+
+    def __init__(self, entries: Mapping[tuple[str, str], PriceEntry | None]) -> None:
+        self.entries = dict(entries)
+
+    @classmethod
+    def for_lanes(cls, lanes: Mapping[str, LaneSpec]) -> Pricer:
+        """Resolve every source of ``lanes`` (pass ``config.lanes``)."""
+        entries: dict[tuple[str, str], PriceEntry | None] = {}
+        for lane_name, lane in lanes.items():
+            for name, source in zip(lane.source_names(), lane.sources, strict=True):
+                entries[lane_name, name] = price_entry(source)
+        return cls(entries)
+
+    def rate(self, lane: str, source: str | None, when: float) -> Rate | None:
+        """The rate of ``source`` on ``lane`` at ``when``; ``None`` when unpriced."""
+        entry = self.entries.get((lane, source)) if source is not None else None
+        return None if entry is None else entry.rate(when)
+
+    def cost(self, record: CallRecord) -> Cost:
+        """What the recorded call cost, or why that is unknown."""
+        if not record.usage.known:
+            return USAGE_UNKNOWN
+        return cost_of(
+            record.usage, self.rate(record.lane, record.source, record.time), record.kind
+        )
+
+
+def price_entry(source: SourceSpec) -> PriceEntry | None:
+    """The price of one source: its override, else its catalogue entry, else ``None``."""
+    own = source.price
+    if own is not None:
+        return FixedPrice(override_rate(own.input, own.output, own.cached_input))
+    for vendor, url, ref in _catalogue_keys(source.model, source.base_url):
+        try:
+            found = (
+                calc_price(_PROBE, ref, provider_api_url=url)
+                if url is not None
+                else calc_price(_PROBE, ref, provider_id=vendor)
+            )
+        except LookupError:
+            continue
+        return CataloguePrice(found.model, f"genai-prices {found.provider.id}/{found.model.id}")
+    return None
+
+
+_PROBE = CatalogueUsage(input_tokens=1)
+
+
+def _catalogue_keys(model: str, base_url: str) -> Iterator[tuple[str | None, str | None, str]]:
+    """(vendor, API URL, model ref) to try, most specific first."""
+    yield None, base_url, model
+    yield None, None, model
+    vendor, slash, rest = model.partition("/")
+    if slash and rest:
+        yield vendor, None, rest

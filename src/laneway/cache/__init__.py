@@ -1,0 +1,22 @@
+"""Cache layer: the stores behind the embedding and chat response caches.
+
+An adapter beside ``telemetry`` and ``state``: it depends on ``laneway.core``
+only and holds no policy (what is cacheable, under which key, for how long
+is decided in ``laneway.engine``). ``open_cache(url, base_dir)`` picks the
+backend; ``GuardedCache`` makes a backend's failures read as misses.
+"""
+
+from laneway.cache.factory import open_cache
+from laneway.cache.guard import GuardedCache
+from laneway.cache.port import CacheStore, CacheUnavailable
+from laneway.cache.redis_cache import RedisCacheStore
+from laneway.cache.sqlite import SqliteCacheStore
+
+__all__ = [
+    "CacheStore",
+    "CacheUnavailable",
+    "GuardedCache",
+    "RedisCacheStore",
+    "SqliteCacheStore",
+    "open_cache",
+]

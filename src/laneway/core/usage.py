@@ -1,0 +1,46 @@
+"""Adding up the usage of calls made in parts (embedding batches, structured re-asks).
+
+A total is only as known as its least known part: one part with no usage
+makes the whole total unknown, since summing the rest would report a number
+lower than what was spent. A figure missing from any part (e.g. embeddings
+have no completion tokens) is missing from the total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from laneway.core.types import NO_USAGE, Usage
+
+NOTHING_SENT = Usage(prompt_tokens=0, total_tokens=0, source="provider")
+"""The usage of a call served entirely from a cache: nothing went upstream."""
+
+
+def sum_usage(parts: Iterable[Usage]) -> Usage:
+    """The field-wise sum of ``parts``; unknown if any part is (see the module doc).
+
+    An estimated part makes the total ``estimated``. No parts at all sum to
+    ``NOTHING_SENT``.
+    """
+    parts = list(parts)
+    if not parts:
+        return NOTHING_SENT
+    if any(not part.known for part in parts):
+        return NO_USAGE
+    return Usage(
+        prompt_tokens=_total(p.prompt_tokens for p in parts),
+        completion_tokens=_total(p.completion_tokens for p in parts),
+        total_tokens=_total(p.total_tokens for p in parts),
+        reasoning_tokens=_total(p.reasoning_tokens for p in parts),
+        cached_tokens=_total(p.cached_tokens for p in parts),
+        source="estimated" if any(p.source == "estimated" for p in parts) else "provider",
+    )
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total

@@ -1,0 +1,90 @@
+"""OCR on ``kind: ocr`` lanes: a vision-capable chat model reads one image or page.
+
+There is no OCR wire protocol to speak: an OCR lane is a chat lane whose
+request laneway builds itself, the lane's ``prompt`` as text and the
+document as a base64 ``data:`` URL content part (OpenAI's ``image_url`` for
+images, its ``file`` part for a PDF). The call runs through the same call
+loop, recording and response cache as any chat call, so retries, deadline,
+usage and telemetry behave identically.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from laneway.core.errors import RequestInvalid
+from laneway.core.records import CallMeta
+from laneway.core.types import ChatRequest, OCRResponse
+
+if TYPE_CHECKING:
+    from laneway.engine.gateway import Engine
+
+DEFAULT_PROMPT = (
+    "Transcribe all text in this document as Markdown, in reading order. "
+    "Keep tables as Markdown tables. Output only the transcription."
+)
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+PDF = "application/pdf"
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", PDF),
+)
+
+
+async def run_ocr(
+    engine: Engine,
+    lane_name: str,
+    document: bytes,
+    *,
+    mime_type: str | None = None,
+    deadline: float | None = None,
+    meta: CallMeta | None = None,
+) -> OCRResponse:
+    """Read the text of ``document`` (an image, or one PDF page) on an OCR lane."""
+    lane = engine.lane(lane_name, "ocr")
+    request = ocr_request(lane.config.prompt or DEFAULT_PROMPT, document, mime_type)
+    response = await engine.run_chat(lane, request, deadline=deadline, meta=meta)
+    return OCRResponse(
+        lane=response.lane,
+        source=response.source,
+        model=response.model,
+        text=response.content,
+        usage=response.usage,
+        attempts=response.attempts,
+        elapsed=response.elapsed,
+        cache=response.cache,
+    )
+
+
+def ocr_request(prompt: str, document: bytes, mime_type: str | None) -> ChatRequest:
+    """The chat request asking a vision model to read ``document``."""
+    if not document:
+        raise RequestInvalid("document", "is empty")
+    kind = document_type(document, mime_type)
+    url = f"data:{kind};base64,{base64.b64encode(document).decode()}"
+    part: dict[str, Any]
+    if kind == PDF:
+        part = {"type": "file", "file": {"filename": "page.pdf", "file_data": url}}
+    else:
+        part = {"type": "image_url", "image_url": {"url": url}}
+    return ChatRequest([{"role": "user", "content": [{"type": "text", "text": prompt}, part]}])
+
+
+def document_type(document: bytes, mime_type: str | None) -> str:
+    """``mime_type`` when it is one laneway sends, else the type the bytes start with."""
+    if mime_type is not None:
+        kind = mime_type.split(";")[0].strip().lower()
+        if kind not in IMAGE_TYPES and kind != PDF:
+            allowed = ", ".join(sorted(IMAGE_TYPES | {PDF}))
+            raise RequestInvalid("mime_type", f"{mime_type!r} is not one of {allowed}")
+        return kind
+    for magic, kind in _MAGIC:
+        if document.startswith(magic):
+            return kind
+    if document[:4] == b"RIFF" and document[8:12] == b"WEBP":
+        return "image/webp"
+    raise RequestInvalid("mime_type", "not given, and the bytes are no PNG, JPEG, GIF, WebP or PDF")

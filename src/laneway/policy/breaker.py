@@ -1,0 +1,74 @@
+"""The circuit breaker, read from a source's outcome log.
+
+The breaker keeps no state of its own: whether it is open follows from the
+log of recent outcomes, which the state store shares between replicas. That
+makes every transition a pure function of ``(log, now)``, identical in every
+process that reads the same log.
+
+- **Closed** until ``failures`` breaker-counting failures, with no success
+  between them, fall within ``window`` seconds.
+- **Open** for ``cooldown`` after the latest such failure: every later failure
+  (a failed probe, a panic attempt, a late in-flight attempt) re-arms it.
+- **Half-open** after that: one probe may run; its success closes the breaker.
+
+The breaker alone never takes the last source of a lane out of rotation:
+``laneway.policy.selection`` tries the least recently failed source when every
+breaker of the lane is open (panic mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from laneway.policy.outcome import Mark, Verdict, verdicts
+from laneway.policy.waits import Admit, Probe, Wait
+
+BREAKER_OPEN = "breaker"
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerLimits:
+    """When a source's breaker opens, and for how long."""
+
+    failures: int = 5
+    window: float = 30.0
+    cooldown: float = 10.0
+
+    def gate(self, marks: Sequence[Mark], now: float) -> Admit | Probe | Wait:
+        """Admit (closed), allow a probe (half-open), or wait out the cooldown (open)."""
+        reopens = self.reopens_at(marks)
+        if reopens is None:
+            return Admit()
+        if now < reopens:
+            return Wait(reopens - now, BREAKER_OPEN)
+        return Probe()
+
+    def reopens_at(self, marks: Sequence[Mark]) -> float | None:
+        """When the open breaker turns half-open, or ``None`` when it is closed."""
+        failures = _failures_since_success(marks)
+        if not self._tripped(failures):
+            return None
+        return failures[-1] + self.cooldown
+
+    def _tripped(self, failures: list[float]) -> bool:
+        span = self.failures - 1
+        return any(
+            failures[i + span] - failures[i] <= self.window for i in range(len(failures) - span)
+        )
+
+
+def last_failure(marks: Sequence[Mark]) -> float | None:
+    """When the source last failed in a way the breaker counts."""
+    failures = [at for at, verdict in verdicts(marks) if verdict.opens_breaker]
+    return failures[-1] if failures else None
+
+
+def _failures_since_success(marks: Sequence[Mark]) -> list[float]:
+    failures: list[float] = []
+    for at, verdict in verdicts(marks):
+        if verdict is Verdict.OK:
+            failures.clear()
+        elif verdict.opens_breaker:
+            failures.append(at)
+    return failures

@@ -1,0 +1,58 @@
+"""A source's health: its recent success rate, weighted towards recent outcomes.
+
+The score is a decayed average over the outcome log, starting from an
+optimistic prior: a source with no history scores 1, each outcome's weight
+halves every ``half_life`` seconds, so a source that failed long ago recovers
+its credibility without having to be tried first.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from laneway.policy.outcome import Mark, verdicts
+
+
+class Tier(enum.IntEnum):
+    """Selection order: credible sources first, then demoted, then the rest."""
+
+    CREDIBLE = 0
+    DEMOTED = 1
+    NON_CREDIBLE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class HealthPolicy:
+    """How outcomes become a score in [0, 1] and the score a ``Tier``.
+
+    With the default prior weight of 1, one recent failure scores 0.5 (still
+    credible), two or three score 0.33 or 0.25 (demoted), four 0.2 (non-credible).
+    """
+
+    half_life: float = 60.0
+    prior_weight: float = 1.0
+    credible: float = 0.5
+    demoted: float = 0.25
+
+    def score(self, marks: Sequence[Mark], now: float) -> float:
+        """The decayed success rate of ``marks`` at ``now``."""
+        total = self.prior_weight
+        good = self.prior_weight
+        for at, verdict in verdicts(marks):
+            sample = verdict.health_sample
+            if sample is None:
+                continue
+            weight = 0.5 ** (max(now - at, 0.0) / self.half_life)
+            total += weight
+            good += weight * sample
+        return good / total
+
+    def tier(self, score: float) -> Tier:
+        """The tier a score falls in."""
+        if score >= self.credible:
+            return Tier.CREDIBLE
+        if score >= self.demoted:
+            return Tier.DEMOTED
+        return Tier.NON_CREDIBLE

@@ -1,0 +1,78 @@
+"""Per-source quotas (``rpm``, ``tpm``) and the size of a reservation.
+
+An attempt reserves one request and an estimate of its tokens before it is
+sent, and settles with the real usage after: reservation and settlement net
+to the real usage on success, and to zero tokens on a failure (the request
+still counts, since the upstream saw it). A cancelled attempt releases its
+whole reservation. The window itself is kept by the state store
+(``laneway.state``), where replicas share it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from laneway.core.types import ChatRequest, EmbedRequest, Usage
+
+CHARS_PER_TOKEN = 4
+UNSIZED_SHARE = 60
+"""Without ``rpm``, a request of unknown size reserves a second's worth of ``tpm``."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaLimits:
+    """A source's quota: requests and tokens per ``window`` seconds."""
+
+    rpm: int | None = None
+    tpm: int | None = None
+    est_tokens: int | None = None
+    window: float = 60.0
+
+    def reservation(self, request_tokens: int | None) -> int:
+        """Tokens to reserve for one attempt, never more than the whole ``tpm``.
+
+        ``est_tokens`` when configured; else the request's estimated size; else
+        the request's share of the quota (``tpm / rpm``).
+        """
+        if self.tpm is None:
+            return 0
+        if self.est_tokens is not None:
+            wanted = self.est_tokens
+        elif request_tokens is not None:
+            wanted = request_tokens
+        else:
+            wanted = math.ceil(self.tpm / (self.rpm or UNSIZED_SHARE))
+        return min(max(wanted, 1), self.tpm)
+
+
+def estimate_tokens(request: ChatRequest | EmbedRequest) -> int:
+    """A request's size in tokens, roughly (4 characters a token), plus its ``max_tokens``.
+
+    Only sizes a reservation: settlement replaces it with the real usage.
+    """
+    if isinstance(request, EmbedRequest):
+        chars = sum(len(text) for text in request.inputs)
+        return math.ceil(chars / CHARS_PER_TOKEN)
+    chars = sum(_content_chars(m.get("content")) for m in request.messages)
+    limit = request.params.get("max_completion_tokens") or request.params.get("max_tokens")
+    completion = limit if isinstance(limit, int) else 0
+    return math.ceil(chars / CHARS_PER_TOKEN) + completion
+
+
+def used_tokens(usage: Usage) -> int | None:
+    """The tokens an answer says it used, or ``None`` when it did not say."""
+    if usage.total_tokens is not None:
+        return usage.total_tokens
+    if usage.prompt_tokens is None and usage.completion_tokens is None:
+        return None
+    return (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(part.get("text") or "") for part in content if isinstance(part, dict))
+    return 0

@@ -1,0 +1,140 @@
+"""Which sources an attempt may try, in which order, and what to do if none can run.
+
+Order: credible, then demoted, then non-credible sources (by health); within a
+tier by ``priority``, then by weighted turns, so peers share the load in
+proportion to their ``weight``. A source that failed twice in this call
+yields to the first untried candidate whose health is at least half its own:
+unconditional yielding pushed calls onto known-bad sources.
+
+Planning never refuses a lane outright. When every source's breaker is open,
+the least recently failed source is tried anyway (panic): a breaker exists to
+shift load between sources, and a lane with nowhere to shift it must keep
+trying rather than fail every call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from laneway.policy.health import HealthPolicy, Tier
+from laneway.policy.waits import Admit, Probe, Wait
+
+YIELD_AFTER_FAILURES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What selection knows about one source at the time of a pick.
+
+    ``gate`` is the breaker's decision; ``blocked`` a local wait (a pushback
+    mark or a full concurrency limit); ``failures`` counts this call's own
+    failures on the source.
+    """
+
+    name: str
+    health: float
+    gate: Admit | Probe | Wait
+    priority: int = 0
+    weight: float = 1.0
+    blocked: Wait | None = None
+    failures: int = 0
+    last_failure: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Try:
+    """One source to ask the quota store for, in order; ``panic`` ignores its breaker."""
+
+    name: str
+    probe: bool = False
+    panic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The sources to try, in order, and the waits of those that cannot run now."""
+
+    tries: tuple[Try, ...]
+    waits: tuple[Wait, ...]
+
+
+@dataclass(slots=True)
+class Turns:
+    """Smooth weighted round robin among peers (same tier and priority).
+
+    Each peer earns its weight per pick and the picked one pays the peers'
+    total, so over time peers are picked in proportion to their weight, and
+    equal weights take turns in listed order.
+    """
+
+    credit: dict[str, float] = field(default_factory=dict)
+
+    def standing(self, candidate: Candidate) -> float:
+        """Higher goes first among peers."""
+        return self.credit.get(candidate.name, 0.0) + candidate.weight
+
+    def took(self, name: str, peers: Sequence[Candidate]) -> None:
+        """Record that ``name`` was picked among ``peers`` (which include it)."""
+        for peer in peers:
+            self.credit[peer.name] = self.credit.get(peer.name, 0.0) + peer.weight
+        self.credit[name] = self.credit.get(name, 0.0) - sum(p.weight for p in peers)
+
+
+def order(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) -> list[Candidate]:
+    """Candidates in the order an attempt should try them."""
+    position = {c.name: i for i, c in enumerate(candidates)}
+    ranked = sorted(
+        candidates,
+        key=lambda c: (health.tier(c.health), c.priority, -turns.standing(c), position[c.name]),
+    )
+    return _yield_after_failures(ranked)
+
+
+def peers(chosen: str, candidates: Sequence[Candidate], health: HealthPolicy) -> list[Candidate]:
+    """The candidates that share ``chosen``'s tier and priority (for ``Turns.took``)."""
+    by_name = {c.name: c for c in candidates}
+    key = _peer_key(by_name[chosen], health)
+    return [c for c in candidates if _peer_key(c, health) == key]
+
+
+def plan(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) -> Plan:
+    """The sources to try in order, and the waits of the others."""
+    tries: list[Try] = []
+    waits: list[Wait] = []
+    for candidate in order(candidates, turns, health):
+        if candidate.blocked is not None:
+            waits.append(candidate.blocked)
+        elif isinstance(candidate.gate, Wait):
+            waits.append(candidate.gate)
+        else:
+            tries.append(Try(candidate.name, probe=isinstance(candidate.gate, Probe)))
+    panic = panic_choice(candidates)
+    if panic is not None:
+        tries.append(Try(panic.name, panic=True))
+    return Plan(tuple(tries), tuple(waits))
+
+
+def panic_choice(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The least recently failed source, when no breaker of the lane is closed."""
+    if not candidates or any(isinstance(c.gate, Admit) for c in candidates):
+        return None
+    free = [c for c in candidates if c.blocked is None]
+    if not free:
+        return None
+    return min(free, key=lambda c: -math.inf if c.last_failure is None else c.last_failure)
+
+
+def _yield_after_failures(ranked: list[Candidate]) -> list[Candidate]:
+    if not ranked or ranked[0].failures < YIELD_AFTER_FAILURES:
+        return ranked
+    head = ranked[0]
+    for index, candidate in enumerate(ranked[1:], start=1):
+        if candidate.failures == 0 and candidate.health >= head.health / 2:
+            return [candidate, *ranked[:index], *ranked[index + 1 :]]
+    return ranked
+
+
+def _peer_key(candidate: Candidate, health: HealthPolicy) -> tuple[Tier, int]:
+    return health.tier(candidate.health), candidate.priority

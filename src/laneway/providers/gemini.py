@@ -1,0 +1,248 @@
+"""The Gemini native wire format (``generativelanguage.googleapis.com/v1beta``).
+
+Chat goes to ``models/{model}:generateContent`` (streams to
+``:streamGenerateContent?alt=sse``), embeddings to ``:batchEmbedContents``,
+whose ``usageMetadata`` carries the token count that Google's
+OpenAI-compatible surface drops. The key travels in ``x-goog-api-key``, never
+in the URL, so a URL can be shown or logged.
+
+Gemini's JSON is proto3, which leaves out counts of zero: inside a present
+``usageMetadata`` a missing count is 0, while a missing ``usageMetadata`` (or
+one without ``promptTokenCount``) is unknown usage, never zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.transport import HttpRequest, HttpResponse
+from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Usage
+from laneway.providers.base import (
+    ChatResult,
+    EmbedResult,
+    as_context_length,
+    classify_status,
+    load_json,
+    native_params,
+    openai_chunk,
+    openai_completion,
+    reasoning_of,
+    split_messages,
+    token_count,
+)
+
+WIRE = "gemini"
+CONTEXT_MARKER = "exceeds the maximum number of tokens"
+"""How Gemini's 400 says the prompt is longer than the model's window."""
+
+_GENERATION_PARAMS = {
+    "temperature": "temperature",
+    "top_p": "topP",
+    "max_tokens": "maxOutputTokens",
+    "max_completion_tokens": "maxOutputTokens",
+    "stop": "stopSequences",
+    "seed": "seed",
+    "presence_penalty": "presencePenalty",
+    "frequency_penalty": "frequencyPenalty",
+}
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+}
+_RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """What one ``GenerateContentResponse`` (or stream chunk) says."""
+
+    content: str = ""
+    reasoning: str = ""
+    finish_reason: str | None = None
+    has_tool_calls: bool = False
+
+
+class GeminiProvider:
+    """Speaks ``generateContent`` and ``batchEmbedContents`` for one model."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None) -> None:
+        self.model = model.removeprefix("models/")
+        self._root = f"{base_url.rstrip('/')}/models/{self.model}"
+        self._headers = {"content-type": "application/json"}
+        if api_key:
+            self._headers["x-goog-api-key"] = api_key
+
+    def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
+        """Map system messages to ``systemInstruction``, the rest to ``contents``."""
+        system, turns = split_messages(request.messages)
+        body: dict[str, Any] = {
+            "contents": [
+                {"role": "model" if t.role == "assistant" else "user", "parts": [{"text": t.text}]}
+                for t in turns
+            ]
+        }
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
+        config = native_params(request.params, _GENERATION_PARAMS, WIRE)
+        if config:
+            body["generationConfig"] = config
+        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        return HttpRequest("POST", f"{self._root}:{method}", self._headers, orjson.dumps(body))
+
+    def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
+        """Parse a ``GenerateContentResponse``; a blocked prompt is a ``content_filter`` answer."""
+        if response.status >= 400:
+            raise self.failure(response.status, response.headers, response.body, wall_now)
+        data = load_json(response.body, "chat answer")
+        turn = _turn(data, strict=True)
+        usage = gemini_usage(data.get("usageMetadata"))
+        result = ChatResult(
+            content=turn.content,
+            usage=usage,
+            model=str(data.get("modelVersion") or self.model),
+            finish_reason=turn.finish_reason,
+            reasoning_content=turn.reasoning or None,
+            reasoning=reasoning_of(bool(turn.reasoning), usage),
+            has_tool_calls=turn.has_tool_calls,
+        )
+        result.raw = openai_completion(result, data.get("responseId"), wall_now)
+        return result
+
+    def parse_event(self, data: bytes) -> ChatChunk | None:
+        """Parse one stream chunk; the one with ``finishReason`` carries the usage.
+
+        Gemini sends no ``[DONE]``: the stream ends when the body does, and the
+        final chunk's ``finishReason`` tells the engine the answer is complete.
+        Running counts on earlier chunks are left out of the OpenAI chunks.
+        """
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"malformed event: {exc}") from None
+        if not isinstance(event, dict):
+            raise ValueError("malformed event: not an object")
+        if "error" in event:
+            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
+        turn = _turn(event, strict=False)
+        final = gemini_usage(event.get("usageMetadata")) if turn.finish_reason else NO_USAGE
+        usage = final if final.known else None
+        delta: dict[str, Any] = {"content": turn.content} if turn.content else {}
+        if turn.reasoning:
+            delta["reasoning_content"] = turn.reasoning
+        model = event.get("modelVersion") or self.model
+        raw = openai_chunk(
+            delta,
+            finish_reason=turn.finish_reason,
+            usage=usage,
+            answer_id=event.get("responseId"),
+            model=model,
+        )
+        return ChatChunk(turn.content, turn.reasoning, turn.finish_reason, usage, model, raw)
+
+    def embed_request(self, request: EmbedRequest) -> HttpRequest:
+        """Build ``batchEmbedContents``; ``outputDimensionality`` when the lane pins a length."""
+        native_params(request.params, {}, WIRE)
+        pinned = {} if request.dimensions is None else {"outputDimensionality": request.dimensions}
+        items = [
+            {"model": f"models/{self.model}", "content": {"parts": [{"text": text}]}, **pinned}
+            for text in request.inputs
+        ]
+        body = orjson.dumps({"requests": items})
+        return HttpRequest("POST", f"{self._root}:batchEmbedContents", self._headers, body)
+
+    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
+        """Parse ``embeddings[].values`` (in request order) and ``usageMetadata``."""
+        if response.status >= 400:
+            raise self.failure(response.status, response.headers, response.body, wall_now)
+        data = load_json(response.body, "embeddings answer")
+        items = data.get("embeddings")
+        if not isinstance(items, list):
+            raise AttemptFailure("malformed", "embeddings answer has no embeddings list")
+        try:
+            vectors = [list(item["values"]) for item in items]
+        except (TypeError, KeyError) as exc:
+            raise AttemptFailure("malformed", f"embeddings answer is malformed: {exc}") from None
+        return EmbedResult(vectors, embed_usage(data.get("usageMetadata")), self.model)
+
+    def failure(
+        self, status: int, headers: Mapping[str, str], body: bytes, wall_now: float
+    ) -> AttemptFailure:
+        """Classify by the shared rules; read pushback from ``RetryInfo`` when no header has it."""
+        failure = classify_status(status, headers, body, wall_now)
+        if failure.kind == "status" and failure.retry_after is None:
+            delay = _retry_delay(failure.body or {})
+            if delay is not None:
+                failure = replace(failure, retry_after=delay)
+        return as_context_length(failure, CONTEXT_MARKER)
+
+
+def gemini_usage(meta: object) -> Usage:
+    """``usageMetadata`` of a chat answer; thoughts count inside completion, as OpenAI counts."""
+    if not isinstance(meta, dict) or token_count(meta.get("promptTokenCount")) is None:
+        return NO_USAGE
+    prompt: int = meta["promptTokenCount"]
+    thoughts = token_count(meta.get("thoughtsTokenCount")) or 0
+    completion = (token_count(meta.get("candidatesTokenCount")) or 0) + thoughts
+    total = token_count(meta.get("totalTokenCount"))
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion if total is None else total,
+        reasoning_tokens=thoughts,
+        cached_tokens=token_count(meta.get("cachedContentTokenCount")) or 0,
+        source="provider",
+    )
+
+
+def embed_usage(meta: object) -> Usage:
+    """``usageMetadata`` of an embeddings answer: prompt tokens only."""
+    if not isinstance(meta, dict) or token_count(meta.get("promptTokenCount")) is None:
+        return NO_USAGE
+    prompt: int = meta["promptTokenCount"]
+    total = token_count(meta.get("totalTokenCount"))
+    return Usage(prompt_tokens=prompt, total_tokens=total or prompt, source="provider")
+
+
+def _turn(data: dict[str, Any], *, strict: bool) -> _Turn:
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates:
+        blocked = (data.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            return _Turn(finish_reason="content_filter")
+        if strict:
+            raise AttemptFailure("malformed", "chat answer has no candidates")
+        return _Turn()
+    first = candidates[0] if isinstance(candidates[0], dict) else {}
+    parts = [p for p in (first.get("content") or {}).get("parts") or [] if isinstance(p, dict)]
+    texts = [(p.get("thought") is True, p["text"]) for p in parts if isinstance(p.get("text"), str)]
+    reason = first.get("finishReason")
+    return _Turn(
+        content="".join(text for thought, text in texts if not thought),
+        reasoning="".join(text for thought, text in texts if thought),
+        finish_reason=_FINISH.get(reason, str(reason).lower()) if reason else None,
+        has_tool_calls=any("functionCall" in p for p in parts),
+    )
+
+
+def _retry_delay(body: dict[str, Any]) -> float | None:
+    """The ``retryDelay`` of a ``google.rpc.RetryInfo`` detail (``"24s"``), if any."""
+    details = (body.get("error") or {}).get("details")
+    for detail in details if isinstance(details, list) else []:
+        if isinstance(detail, dict) and detail.get("@type") == _RETRY_INFO:
+            text = str(detail.get("retryDelay", ""))
+            try:
+                return max(0.0, float(text.removesuffix("s")))
+            except ValueError:
+                return None
+    return None

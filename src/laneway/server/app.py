@@ -1,0 +1,209 @@
+"""``Gateway``: the OpenAI-compatible ASGI application over one built ``Engine``.
+
+A raw ASGI callable, so a request costs one route lookup, one header dict,
+one JSON parse and hand-written field checks before the engine call; every
+per-lane and per-key answer that does not change (model lists, readiness) is
+rendered once, at construction. The ``model`` of a request names the lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from laneway.core.errors import LanewayError, UnknownLane
+from laneway.core.records import CallMeta
+from laneway.engine.gateway import Engine
+from laneway.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Reply,
+    Scope,
+    Send,
+    read_body,
+    send_reply,
+)
+from laneway.server.errors import Refused, call_headers, error_reply
+from laneway.server.health import lane_states, readiness_body
+from laneway.server.keys import Caller, KeyRing
+from laneway.server.parse import (
+    ChatCall,
+    caller_deadline,
+    chat_call,
+    embed_call,
+    json_object,
+    lane_name,
+)
+from laneway.server.render import embeddings_body
+from laneway.server.streaming import forward_stream
+from laneway.server.watch import DisconnectWatch
+
+_NO_CALL = call_headers("", None, 0)
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request in flight: its channels, headers, and the lane once known."""
+
+    receive: Receive
+    send: Send
+    headers: dict[bytes, bytes]
+    lane: str = ""
+
+
+Handler = Callable[[Exchange], Awaitable[None]]
+
+
+class Gateway:
+    """Serves ``/v1/chat/completions``, ``/v1/embeddings``, ``/v1/models``, health.
+
+    ``in_flight`` counts engine calls running now (``GET /healthz`` reports it).
+    """
+
+    def __init__(self, engine: Engine, environ: Mapping[str, str]) -> None:
+        server = engine.config.server
+        self.engine = engine
+        self.in_flight = 0
+        self._limit = server.max_request_bytes
+        self._margin = server.deadline_margin
+        self.keys = KeyRing(server.keys, list(engine.lanes), environ)
+        self.states = lane_states(engine.lanes)
+        self._ready = readiness_body(self.states, self.keys.problems)
+        self._routes: dict[str, tuple[str, Handler]] = {
+            "/v1/chat/completions": ("POST", self._chat),
+            "/v1/embeddings": ("POST", self._embed),
+            "/v1/models": ("GET", self._models),
+            "/healthz": ("GET", self._healthz),
+            "/readyz": ("GET", self._readyz),
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point: HTTP requests and the lifespan protocol."""
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exchange = Exchange(receive, send, dict(scope["headers"]))
+        try:
+            await self._route(scope)(exchange)
+        except ClientGone:
+            return
+        except (LanewayError, Refused) as exc:
+            await send_reply(send, error_reply(exc, exchange.lane))
+
+    def _route(self, scope: Scope) -> Handler:
+        path: str = scope["path"]
+        route = self._routes.get(path)
+        if route is None:
+            raise Refused(404, "not_found", f"no such endpoint: {path}")
+        method, handler = route
+        if scope["method"] != method:
+            allow = [(b"allow", method.encode())]
+            raise Refused(405, "method_not_allowed", f"{path} takes {method}", allow)
+        return handler
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """Start at once; on shutdown (after uvicorn drained) release the engine."""
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.engine.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _chat(self, ex: Exchange) -> None:
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        data = await self._json(ex)
+        lane = self._lane(caller, data, ex)
+        call = chat_call(data)
+        deadline = caller_deadline(ex.headers, self._margin, streaming=call.stream)
+        meta = _meta(caller, ex)
+        self.in_flight += 1
+        try:
+            if call.stream:
+                await self._stream(ex, lane, call, deadline, meta)
+                return
+            with DisconnectWatch(ex.receive):
+                result = await self.engine.chat(lane, call.request, deadline=deadline, meta=meta)
+        finally:
+            self.in_flight -= 1
+        headers = call_headers(lane, result.source, len(result.attempts))
+        await send_reply(ex.send, Reply(200, orjson.dumps(result.raw), headers))
+
+    async def _stream(
+        self, ex: Exchange, lane: str, call: ChatCall, deadline: float | None, meta: CallMeta
+    ) -> None:
+        stream = self.engine.chat_stream(lane, call.request, deadline=deadline, meta=meta)
+        try:
+            with DisconnectWatch(ex.receive):
+                closing = await forward_stream(stream, ex.send, call.include_usage)
+        finally:
+            await stream.aclose()
+        await ex.send({"type": "http.response.body", "body": closing})
+
+    async def _embed(self, ex: Exchange) -> None:
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        data = await self._json(ex)
+        lane = self._lane(caller, data, ex)
+        call = embed_call(data)
+        deadline = caller_deadline(ex.headers, self._margin, streaming=False)
+        self.in_flight += 1
+        try:
+            with DisconnectWatch(ex.receive):
+                result = await self.engine.embed(
+                    lane, call.request, deadline=deadline, meta=_meta(caller, ex)
+                )
+        finally:
+            self.in_flight -= 1
+        headers = call_headers(lane, result.source, len(result.attempts))
+        await send_reply(ex.send, Reply(200, embeddings_body(result, call.base64), headers))
+
+    async def _models(self, ex: Exchange) -> None:
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        await send_reply(ex.send, Reply(200, caller.models_body, _NO_CALL))
+
+    async def _healthz(self, ex: Exchange) -> None:
+        body = orjson.dumps({"status": "ok", "in_flight": self.in_flight})
+        await send_reply(ex.send, Reply(200, body, _NO_CALL))
+
+    async def _readyz(self, ex: Exchange) -> None:
+        status, body = self._ready
+        await send_reply(ex.send, Reply(status, body, _NO_CALL))
+
+    async def _json(self, ex: Exchange) -> dict[str, Any]:
+        """The body as a JSON object, refused unread when it declares too many bytes."""
+        declared = ex.headers.get(b"content-length")
+        try:
+            if declared is not None and declared.isdigit() and int(declared) > self._limit:
+                raise BodyTooLarge
+            body = await read_body(ex.receive, self._limit)
+        except BodyTooLarge:
+            message = f"the body is larger than server.max_request_bytes ({self._limit} bytes)"
+            raise Refused(413, "request_too_large", message) from None
+        return json_object(body)
+
+    def _lane(self, caller: Caller, data: dict[str, Any], ex: Exchange) -> str:
+        """The lane the body's ``model`` names, if the caller may use it."""
+        name = lane_name(data)
+        if not caller.may_use(name):
+            if name in self.engine.lanes:
+                raise Refused(403, "permission_denied", f"this key may not use lane {name!r}")
+            raise UnknownLane(name, list(caller.lanes))
+        ex.lane = name
+        return name
+
+
+def _meta(caller: Caller, ex: Exchange) -> CallMeta:
+    """Who asked: the key's name, and the caller's ``X-Request-Id`` when it sent one."""
+    request_id = ex.headers.get(b"x-request-id")
+    if request_id is None:
+        return caller.meta
+    return CallMeta(request_id=request_id.decode("latin-1"), caller=caller.name)

@@ -1,0 +1,174 @@
+"""Errors as HTTP answers: OpenAI's error shape plus what laneway knows of the call.
+
+Every error body is ``{"error": {message, type, code, param}, "laneway": {lane,
+attempts, deadline_ms, elapsed_ms}}``, so an OpenAI SDK reads it as usual and
+an operator sees which attempts were made and why each ended. Statuses follow
+whose fault it was: the caller's (4xx), the upstream's own rejection (its
+status, its body), or the gateway's verdict on the upstream (502, 503, 504).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+from laneway.core.errors import (
+    AttemptFailure,
+    CallFailed,
+    DeadlineExceeded,
+    LaneNotReady,
+    LanewayError,
+    PushbackRefused,
+    RequestInvalid,
+    Stalled,
+    UnknownLane,
+    UpstreamFailed,
+    UpstreamRejected,
+)
+from laneway.server.asgi import Headers, Reply
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
+_PUSHBACK_STATUSES = (429, 503)
+_UPSTREAM_AUTH_STATUSES = (401, 403)
+
+
+class Refused(Exception):
+    """A request the gateway turns away itself (key, permission, size, route)."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: Headers | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.headers = headers or []
+
+
+def call_headers(lane: str, source: str | None, attempts: int) -> Headers:
+    """The ``X-Laneway-*`` headers every answer carries (empty values when unknown)."""
+    return [
+        (b"x-laneway-lane", lane.encode()),
+        (b"x-laneway-source", (source or "").encode()),
+        (b"x-laneway-attempts", str(attempts).encode()),
+    ]
+
+
+def error_reply(exc: Exception, lane: str) -> Reply:
+    """The HTTP answer for ``exc``; ``lane`` is the lane the request named, if known."""
+    status, body, headers = _described(exc, lane)
+    return Reply(status, orjson.dumps(body), headers)
+
+
+def sse_error(exc: Exception, lane: str) -> bytes:
+    """The in-band SSE event that ends a stream whose headers were already sent."""
+    if isinstance(exc, LanewayError):
+        body = _described(exc, lane)[1]
+    else:
+        body = {"error": _error("internal error in the gateway", 500, "internal_error")}
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def _described(exc: Exception, lane: str) -> tuple[int, dict[str, Any], Headers]:
+    if isinstance(exc, CallFailed):
+        return _call_failed(exc)
+    status, code, param = _request_error(exc)
+    body = {
+        "error": _error(str(exc), status, code, param),
+        "laneway": {"lane": lane or None, "attempts": [], "deadline_ms": None, "elapsed_ms": 0},
+    }
+    extra = exc.headers if isinstance(exc, Refused) else []
+    return status, body, [*call_headers(lane, None, 0), *extra]
+
+
+def _request_error(exc: Exception) -> tuple[int, str, str | None]:
+    if isinstance(exc, Refused):
+        return exc.status, exc.code, None
+    if isinstance(exc, RequestInvalid):
+        return 400, "invalid_request", exc.field
+    if isinstance(exc, UnknownLane):
+        return 404, "model_not_found", "model"
+    if isinstance(exc, LaneNotReady):
+        return 503, "lane_not_ready", None
+    return 500, "internal_error", None
+
+
+def _error(message: str, status: int, code: str, param: str | None = None) -> dict[str, Any]:
+    error_type = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"message": message, "type": error_type, "code": code, "param": param}
+
+
+def _call_failed(exc: CallFailed) -> tuple[int, dict[str, Any], Headers]:
+    status = _call_status(exc)
+    laneway = {
+        "lane": exc.lane,
+        "attempts": [attempt.as_dict() for attempt in exc.attempts],
+        "deadline_ms": None if exc.deadline is None else round(exc.deadline * 1000),
+        "elapsed_ms": round(exc.elapsed * 1000, 1),
+    }
+    body = _upstream_body(exc, status)
+    if body is None:
+        message, code = _message_and_code(exc)
+        body = {"error": _error(message, status, code)}
+    headers = call_headers(exc.lane, exc.source, len(exc.attempts))
+    wait = _retry_after(exc)
+    if wait is not None and status in _PUSHBACK_STATUSES:
+        headers.append((b"retry-after", str(math.ceil(wait)).encode()))
+    return status, {**body, "laneway": laneway}, headers
+
+
+def _call_status(exc: CallFailed) -> int:
+    """The status for a failed call: the upstream's where it is the caller's business."""
+    last = exc.attempts[-1] if exc.attempts else None
+    if isinstance(exc, DeadlineExceeded | Stalled):
+        return 504
+    if isinstance(exc, PushbackRefused):
+        return exc.status if exc.status in _PUSHBACK_STATUSES else 503
+    if isinstance(exc, UpstreamRejected):
+        return 502 if exc.status in _UPSTREAM_AUTH_STATUSES else exc.status or 400
+    if isinstance(exc, UpstreamFailed) and last is not None:
+        if last.status is not None and last.outcome == str(last.status):
+            return last.status
+        if last.outcome == "timeout":
+            return 504
+    return 502
+
+
+def _upstream_body(exc: CallFailed, status: int) -> dict[str, Any] | None:
+    """A rejection's own error body to pass through as is; ``None`` when laneway writes one."""
+    if not isinstance(exc, UpstreamRejected) or exc.body is None or status == 502:
+        return None
+    error = exc.body.get("error")
+    if not isinstance(error, dict) or not error:
+        return None
+    return exc.body
+
+
+def _message_and_code(exc: CallFailed) -> tuple[str, str]:
+    if isinstance(exc, UpstreamRejected) and exc.status in _UPSTREAM_AUTH_STATUSES:
+        message = (
+            f"lane {exc.lane}: source {exc.source} refused laneway's own credentials "
+            f"({exc.status}); check that source's api_key"
+        )
+        return message, "upstream_auth_failed"
+    return str(exc), exc.code
+
+
+def _retry_after(exc: CallFailed) -> float | None:
+    """The wait the upstream asked for on the attempt that ended the call.
+
+    The engine raises its verdict while handling that attempt's
+    ``AttemptFailure``, so the failure is the verdict's ``__context__``.
+    """
+    failure = exc.__context__
+    if isinstance(failure, AttemptFailure):
+        return failure.retry_after
+    return None

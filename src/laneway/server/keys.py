@@ -1,0 +1,100 @@
+"""Callers' bearer keys: who is calling, and which lanes they may use.
+
+Keys are held only as sha256 digests and compared with ``hmac.compare_digest``
+on digests of equal length, so neither the key nor its length shows in the
+timing. With no ``server.keys`` configured the gateway is open (and ``laneway
+serve`` binds loopback only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from laneway.config.models import KeyConfig
+from laneway.core.records import CallMeta
+from laneway.server.errors import Refused
+
+_BEARER = b"bearer"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated caller; ``lanes`` keeps the config's order for listings."""
+
+    name: str | None
+    lanes: tuple[str, ...]
+    allowed: frozenset[str]
+    models_body: bytes
+    meta: CallMeta
+
+    def may_use(self, lane: str) -> bool:
+        """True when this caller's key permits ``lane``."""
+        return lane in self.allowed
+
+
+def make_caller(name: str | None, lanes: Sequence[str]) -> Caller:
+    """A caller permitted ``lanes``, with its ``GET /v1/models`` answer rendered once."""
+    models = [{"id": n, "object": "model", "created": 0, "owned_by": "laneway"} for n in lanes]
+    body = orjson.dumps({"object": "list", "data": models})
+    return Caller(name, tuple(lanes), frozenset(lanes), body, CallMeta(caller=name))
+
+
+class KeyRing:
+    """The configured keys as digests; ``problems`` names keys that cannot work."""
+
+    def __init__(
+        self, keys: Sequence[KeyConfig], lanes: Sequence[str], environ: Mapping[str, str]
+    ) -> None:
+        self.open = not keys
+        self.problems: list[str] = []
+        self._everyone = make_caller(None, lanes)
+        self._entries: list[tuple[bytes, Caller]] = []
+        for key in keys:
+            digest = self._digest(key, environ)
+            if digest is not None:
+                permitted = lanes if "*" in key.lanes else [n for n in lanes if n in key.lanes]
+                self._entries.append((digest, make_caller(key.name, permitted)))
+
+    def _digest(self, key: KeyConfig, environ: Mapping[str, str]) -> bytes | None:
+        if key.sha256 is not None:
+            return bytes.fromhex(key.sha256)
+        assert key.key is not None
+        value = key.key.resolve(environ)
+        if value is None:
+            self.problems.append(
+                f"key {key.name}: environment variable {key.key.env} is unset; "
+                "the key authenticates no one"
+            )
+            return None
+        return hashlib.sha256(value.encode()).digest()
+
+    def caller(self, authorization: bytes | None) -> Caller:
+        """The caller the ``Authorization`` header names; ``Refused`` (401) otherwise."""
+        if self.open:
+            return self._everyone
+        token = _bearer_token(authorization)
+        if token is None:
+            raise Refused(401, "missing_api_key", "send your key as 'Authorization: Bearer <key>'")
+        digest = hashlib.sha256(token).digest()
+        found: Caller | None = None
+        for known, caller in self._entries:
+            if hmac.compare_digest(known, digest):
+                found = caller
+        if found is None:
+            raise Refused(401, "invalid_api_key", "the API key is not valid")
+        return found
+
+
+def _bearer_token(authorization: bytes | None) -> bytes | None:
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.strip().partition(b" ")
+    token = token.strip()
+    if scheme.lower() != _BEARER or not token:
+        return None
+    return token

@@ -1,0 +1,184 @@
+"""Reading OpenAI-shaped requests by hand: each error names the offending field.
+
+Bodies are checked with plain ``isinstance`` tests, not a schema library: it
+is the cheapest check that still answers a wrong body with a 400 naming the
+field. Fields laneway does not know pass through to the upstream untouched;
+known fields of the wrong type are refused here rather than upstream.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from laneway.core.errors import RequestInvalid
+from laneway.core.types import ChatRequest, EmbedRequest
+from laneway.engine.gateway import chat_request
+
+_NUMBER = ((int, float), "a number")
+_INTEGER = ((int,), "an integer")
+_BOOLEAN = ((bool,), "a boolean")
+_STRING = ((str,), "a string")
+_OBJECT = ((dict,), "an object")
+_LIST = ((list,), "a list")
+
+FieldTypes = Mapping[str, tuple[tuple[type, ...], str]]
+
+CHAT_FIELDS: FieldTypes = {
+    "stream": _BOOLEAN,
+    "stream_options": _OBJECT,
+    "temperature": _NUMBER,
+    "top_p": _NUMBER,
+    "frequency_penalty": _NUMBER,
+    "presence_penalty": _NUMBER,
+    "max_tokens": _INTEGER,
+    "max_completion_tokens": _INTEGER,
+    "n": _INTEGER,
+    "seed": _INTEGER,
+    "top_logprobs": _INTEGER,
+    "logprobs": _BOOLEAN,
+    "parallel_tool_calls": _BOOLEAN,
+    "stop": ((str, list), "a string or a list of strings"),
+    "tools": _LIST,
+    "tool_choice": ((str, dict), "a string or an object"),
+    "response_format": _OBJECT,
+    "logit_bias": _OBJECT,
+    "metadata": _OBJECT,
+    "user": _STRING,
+    "reasoning_effort": _STRING,
+}
+EMBED_FIELDS: FieldTypes = {
+    "dimensions": _INTEGER,
+    "encoding_format": _STRING,
+    "user": _STRING,
+}
+_ENCODINGS = ("float", "base64")
+
+_TOTAL_TIMEOUTS = (
+    (b"x-laneway-deadline-ms", 0.001, "X-Laneway-Deadline-Ms"),
+    (b"x-stainless-timeout", 1.0, "X-Stainless-Timeout"),
+)
+_ALL_TIMEOUTS = (*_TOTAL_TIMEOUTS, (b"x-stainless-read-timeout", 1.0, "X-Stainless-Read-Timeout"))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCall:
+    """A validated chat request and how the caller wants it delivered."""
+
+    request: ChatRequest
+    stream: bool
+    include_usage: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedCall:
+    """A validated embeddings request; ``base64`` asks for packed float32 vectors."""
+
+    request: EmbedRequest
+    base64: bool
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or ``RequestInvalid`` naming ``body``."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RequestInvalid("body", f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RequestInvalid("body", "must be a JSON object")
+    return data
+
+
+def lane_name(data: Mapping[str, Any]) -> str:
+    """The ``model`` field, which names the lane."""
+    model = data.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestInvalid("model", "must be a non-empty string naming a lane")
+    return model
+
+
+def chat_call(data: dict[str, Any]) -> ChatCall:
+    """Validate a ``/v1/chat/completions`` body (its ``model`` already read).
+
+    ``data`` is consumed: what remains of it becomes the upstream parameters.
+    """
+    check_types(data, CHAT_FIELDS)
+    options = data.get("stream_options") or {}
+    include_usage = options.get("include_usage", False)
+    if not isinstance(include_usage, bool):
+        raise RequestInvalid("stream_options.include_usage", "must be a boolean")
+    stream = data.get("stream") is True
+    del data["model"]
+    request = chat_request(data.pop("messages", None), data)
+    return ChatCall(request, stream, include_usage)
+
+
+def embed_call(data: dict[str, Any]) -> EmbedCall:
+    """Validate a ``/v1/embeddings`` body (its ``model`` already read).
+
+    ``data`` is consumed: what remains of it becomes the upstream parameters.
+    """
+    check_types(data, EMBED_FIELDS)
+    dimensions = data.pop("dimensions", None)
+    if dimensions is not None and dimensions <= 0:
+        raise RequestInvalid("dimensions", "must be a positive integer")
+    encoding = data.pop("encoding_format", None) or "float"
+    if encoding not in _ENCODINGS:
+        raise RequestInvalid("encoding_format", "must be 'float' or 'base64'")
+    inputs = _inputs(data.pop("input", None))
+    del data["model"]
+    return EmbedCall(EmbedRequest(inputs, dimensions, data), encoding == "base64")
+
+
+def _inputs(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not value:
+        raise RequestInvalid("input", "must be a string or a non-empty list of strings")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise RequestInvalid(f"input[{index}]", "must be a string (token arrays are not taken)")
+    return value
+
+
+def check_types(data: Mapping[str, Any], fields: FieldTypes) -> None:
+    """Refuse a known field of the wrong type (``null`` means absent, as OpenAI reads it)."""
+    for name, value in data.items():
+        expected = fields.get(name)
+        if expected is None or value is None:
+            continue
+        kinds, what = expected
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise RequestInvalid(name, f"must be {what}")
+
+
+def caller_deadline(
+    headers: Mapping[bytes, bytes], margin: float, *, streaming: bool
+) -> float | None:
+    """Seconds the caller will wait, less ``margin``; ``None`` when it sent no bound.
+
+    ``X-Laneway-Deadline-Ms`` and ``X-Stainless-Timeout`` bound the whole call.
+    The OpenAI Python SDK's ``X-Stainless-Read-Timeout`` bounds each read, which
+    for a non-streamed answer is the whole wait; for a stream it is not, so it
+    is ignored there. The tightest bound wins.
+    """
+    bound = math.inf
+    for key, scale, name in _TOTAL_TIMEOUTS if streaming else _ALL_TIMEOUTS:
+        raw = headers.get(key)
+        if raw is not None:
+            bound = min(bound, _seconds(raw, name) * scale)
+    return None if bound == math.inf else max(bound - margin, 0.0)
+
+
+def _seconds(raw: bytes, name: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise RequestInvalid(name, "must be a positive number")
+    return value

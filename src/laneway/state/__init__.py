@@ -1,0 +1,49 @@
+"""State layer: what source admission shares between laneway replicas.
+
+An adapter beside ``config``, ``providers`` and ``http``: it depends on
+``laneway.core`` only (never on ``laneway.policy``) and holds no policy. It
+keeps, per lane and source, a sliding quota window of reservations, a short
+log of attempt outcomes, the time of the last success and the half-open
+probe lease; the policies read those to decide.
+
+``open_store(None, clock)`` keeps everything in the process;
+``open_store("redis://...", clock)`` shares it through Redis and falls back to
+process-local state while Redis is unreachable.
+"""
+
+from __future__ import annotations
+
+from laneway.core.clock import Clock
+from laneway.state.base import (
+    Admission,
+    Ask,
+    Mark,
+    Refusal,
+    SourceDump,
+    SourceRecord,
+    SourceStore,
+)
+from laneway.state.fallback import FallbackStore
+from laneway.state.memory import MemoryStore
+from laneway.state.redis_store import RedisStore
+
+__all__ = [
+    "Admission",
+    "Ask",
+    "FallbackStore",
+    "Mark",
+    "MemoryStore",
+    "RedisStore",
+    "Refusal",
+    "SourceDump",
+    "SourceRecord",
+    "SourceStore",
+    "open_store",
+]
+
+
+def open_store(url: str | None, clock: Clock) -> SourceStore:
+    """The store for ``state.url``: in-process without one, Redis (with fallback) with one."""
+    if url is None:
+        return MemoryStore(clock)
+    return FallbackStore(RedisStore.from_url(url, clock), MemoryStore(clock), clock)

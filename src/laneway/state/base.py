@@ -1,0 +1,121 @@
+"""The state port: the values admission exchanges with a store, and the store's methods.
+
+Times in these values are on the caller's monotonic clock (``Clock.now``);
+a store that keeps another timeline (Redis keeps wall time, shared between
+hosts) converts at its boundary. Waits are durations in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+LOG_SIZE = 32
+"""Outcomes kept per source: enough for the health score and for ``breaker.failures``
+(which the config caps at this size)."""
+
+PROBE = "probe"
+QUOTA = "quota"
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One source an admission would take, in order of preference.
+
+    ``ticket`` names the reservation; ``tokens`` is its size. ``rpm`` and
+    ``tpm`` (``None``: unlimited) apply over ``window`` seconds. ``probe`` > 0
+    also claims the source's half-open probe lease for that many seconds.
+    """
+
+    source: str
+    ticket: str
+    tokens: int = 0
+    rpm: int | None = None
+    tpm: int | None = None
+    window: float = 60.0
+    probe: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why an ``Ask`` was not granted: ``quota`` or ``probe``, and for how long."""
+
+    source: str
+    seconds: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One logged attempt outcome: when, and its verdict code (``ok``, ``failed``...)."""
+
+    at: float
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """What a store remembers of a source's outcomes: recent marks, and the last success."""
+
+    marks: tuple[Mark, ...] = ()
+    last_ok: float | None = None
+
+
+EMPTY_RECORD = SourceRecord()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A store's answer to ``admit``: the granted ask (if any), the refusals before
+    it, and fresh records of every source of the lane."""
+
+    granted: Ask | None
+    refusals: tuple[Refusal, ...]
+    records: Mapping[str, SourceRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One quota reservation: its ticket, when it was made, and its tokens."""
+
+    ticket: str
+    at: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDump:
+    """A source's local state, replayed into a shared store when it comes back."""
+
+    lane: str
+    source: str
+    window: float
+    entries: tuple[Entry, ...]
+    record: SourceRecord
+
+
+class SourceStore(Protocol):
+    """Keeps quota windows, outcome logs and probe leases; every method is atomic."""
+
+    async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
+        """Grant the first ask that fits (quota, probe lease), reserving it.
+
+        ``sources`` are all the lane's sources, whose records come back.
+        """
+        ...
+
+    async def settle(
+        self, lane: str, ask: Ask, tokens: int | None, code: str | None
+    ) -> SourceRecord:
+        """End a granted ask: set its tokens (``None`` keeps the reservation), log
+        ``code`` (``None`` logs nothing), free its probe lease."""
+        ...
+
+    async def release(self, lane: str, ask: Ask) -> None:
+        """Undo a granted ask whose attempt was cancelled: reservation and lease."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

@@ -1,0 +1,181 @@
+"""The Redis store's scripts: each runs atomically inside Redis, in one round trip.
+
+They follow ``laneway.state.window.SlidingWindow`` and ``MemoryStore`` step
+for step. Per source (hash-tagged by lane, so a lane's keys share a cluster
+slot): ``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
+of ticket -> tokens plus their sum under ``=sum``, ``log`` a list of
+``"<time> <code>"`` outcomes (newest first), ``ok`` the last success time,
+``probe`` the half-open lease ``"<ticket> <until>"``. Times are the callers'
+wall-clock seconds, passed in, so every replica reads one timeline. Keys
+expire on their own when a source goes idle: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+_COMMON = """
+-- Lua prints -0 as "-0", which HINCRBY refuses: write negations as 0 - x.
+local function num(x) return string.format('%.6f', x) end
+
+local function expire(q, t, window, now)
+  local old = redis.call('ZRANGEBYSCORE', q, '-inf', num(now - window))
+  for _, ticket in ipairs(old) do
+    local tokens = tonumber(redis.call('HGET', t, ticket) or '0')
+    redis.call('HDEL', t, ticket)
+    redis.call('HINCRBY', t, '=sum', 0 - tokens)
+    redis.call('ZREM', q, ticket)
+  end
+end
+
+local function rpm_wait(q, rpm, window, now)
+  if rpm <= 0 then return 0 end
+  local count = redis.call('ZCARD', q)
+  if count < rpm then return 0 end
+  local frees = redis.call('ZRANGE', q, count - rpm, count - rpm, 'WITHSCORES')
+  return tonumber(frees[2]) + window - now
+end
+
+local function tpm_wait(q, t, tokens, tpm, window, now)
+  if tpm <= 0 then return 0 end
+  local excess = tonumber(redis.call('HGET', t, '=sum') or '0') + tokens - tpm
+  if excess <= 0 then return 0 end
+  local entries = redis.call('ZRANGE', q, 0, -1, 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    excess = excess - tonumber(redis.call('HGET', t, entries[i]) or '0')
+    if excess <= 0 then return tonumber(entries[i + 1]) + window - now end
+  end
+  return 0
+end
+
+local function add(q, t, ticket, at, tokens, window)
+  redis.call('ZADD', q, num(at), ticket)
+  redis.call('HSET', t, ticket, tokens)
+  redis.call('HINCRBY', t, '=sum', tokens)
+  local ttl = math.ceil(window * 1000) + 1000
+  redis.call('PEXPIRE', q, ttl)
+  redis.call('PEXPIRE', t, ttl)
+end
+
+local function drop(q, t, ticket)
+  local old = redis.call('HGET', t, ticket)
+  if old then
+    redis.call('HDEL', t, ticket)
+    redis.call('HINCRBY', t, '=sum', 0 - tonumber(old))
+    redis.call('ZREM', q, ticket)
+  end
+end
+
+local function free_probe(key, ticket)
+  local held = redis.call('GET', key)
+  if held and string.sub(held, 1, #ticket + 1) == ticket .. ' ' then
+    redis.call('DEL', key)
+  end
+end
+
+local function record(log, ok)
+  return {redis.call('LRANGE', log, 0, -1), redis.call('GET', ok) or ''}
+end
+"""
+
+ADMIT = (
+    _COMMON
+    + """
+-- KEYS: log, ok per lane source; then q, t, probe per ask.
+-- ARGV: now, source count; then per ask: ticket, tokens, rpm, tpm, window, probe.
+local now = tonumber(ARGV[1])
+local sources = tonumber(ARGV[2])
+local granted = 0
+local refusals = {}
+for j = 1, (#ARGV - 2) / 6 do
+  local a = 2 + (j - 1) * 6
+  local k = 2 * sources + (j - 1) * 3
+  local q, t, probe_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local ticket, tokens = ARGV[a + 1], tonumber(ARGV[a + 2])
+  local rpm, tpm, window = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local probe = tonumber(ARGV[a + 6])
+  local wait, reason = 0, 'probe'
+  if probe > 0 then
+    local held = redis.call('GET', probe_key)
+    if held then wait = math.max(tonumber(string.match(held, ' (.+)$')) - now, 0) end
+  end
+  if wait <= 0 and (rpm > 0 or tpm > 0) then
+    reason = 'quota'
+    expire(q, t, window, now)
+    if tpm > 0 then tokens = math.min(tokens, tpm) end
+    wait = math.max(rpm_wait(q, rpm, window, now), tpm_wait(q, t, tokens, tpm, window, now))
+    if wait <= 0 then add(q, t, ticket, now, tokens, window) end
+  end
+  if wait <= 0 then
+    if probe > 0 then
+      local lease = ticket .. ' ' .. num(now + probe)
+      redis.call('SET', probe_key, lease, 'PX', math.ceil(probe * 1000) + 1000)
+    end
+    granted = j
+    break
+  end
+  refusals[#refusals + 1] = num(wait)
+  refusals[#refusals + 1] = reason
+end
+local records = {}
+for i = 1, sources do records[i] = record(KEYS[2 * i - 1], KEYS[2 * i]) end
+return {granted, refusals, records}
+"""
+)
+
+SETTLE = (
+    _COMMON
+    + """
+-- KEYS: q, t, probe, log, ok. ARGV: now, ticket, tokens (-1 keeps), code ('' none),
+-- log size, log ttl (ms).
+local now, ticket, tokens, code = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
+if tokens >= 0 then
+  local old = redis.call('HGET', KEYS[2], ticket)
+  if old then
+    redis.call('HSET', KEYS[2], ticket, tokens)
+    redis.call('HINCRBY', KEYS[2], '=sum', tokens - tonumber(old))
+  end
+end
+free_probe(KEYS[3], ticket)
+if code ~= '' then
+  redis.call('LPUSH', KEYS[4], num(now) .. ' ' .. code)
+  redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[5]) - 1)
+  redis.call('PEXPIRE', KEYS[4], ARGV[6])
+  if code == 'ok' then redis.call('SET', KEYS[5], num(now), 'PX', ARGV[6]) end
+end
+return record(KEYS[4], KEYS[5])
+"""
+)
+
+RELEASE = (
+    _COMMON
+    + """
+-- KEYS: q, t, probe. ARGV: ticket.
+drop(KEYS[1], KEYS[2], ARGV[1])
+free_probe(KEYS[3], ARGV[1])
+return 1
+"""
+)
+
+MERGE = (
+    _COMMON
+    + """
+-- KEYS: q, t, log, ok. ARGV: window, log size, log ttl (ms), entry count,
+-- then ticket, at, tokens per entry, then "<at> <code>" marks oldest first, last ok ('' none).
+local window, size, ttl, count = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+for i = 0, count - 1 do
+  local ticket = ARGV[5 + 3 * i]
+  if not redis.call('ZSCORE', KEYS[1], ticket) then
+    add(KEYS[1], KEYS[2], ticket, tonumber(ARGV[6 + 3 * i]), tonumber(ARGV[7 + 3 * i]), window)
+  end
+end
+for i = 5 + 3 * count, #ARGV - 1 do redis.call('LPUSH', KEYS[3], ARGV[i]) end
+if #ARGV - 1 >= 5 + 3 * count then
+  redis.call('LTRIM', KEYS[3], 0, size - 1)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+local last_ok = tonumber(ARGV[#ARGV])
+if last_ok and last_ok > tonumber(redis.call('GET', KEYS[4]) or '0') then
+  redis.call('SET', KEYS[4], num(last_ok), 'PX', ttl)
+end
+return 1
+"""
+)

@@ -1,0 +1,128 @@
+"""``MemoryStore``: the state port inside one process (the default, and the fallback).
+
+Every method runs without awaiting anything, so each is atomic under asyncio.
+Times are the clock's monotonic seconds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from laneway.core.clock import Clock
+from laneway.state.base import (
+    EMPTY_RECORD,
+    LOG_SIZE,
+    PROBE,
+    QUOTA,
+    Admission,
+    Ask,
+    Mark,
+    Refusal,
+    SourceDump,
+    SourceRecord,
+)
+from laneway.state.window import SlidingWindow
+
+
+@dataclass(slots=True)
+class _SourceState:
+    window: SlidingWindow = field(default_factory=SlidingWindow)
+    window_seconds: float = 60.0
+    marks: deque[Mark] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
+    last_ok: float | None = None
+    probe: tuple[str, float] | None = None
+
+    def record(self) -> SourceRecord:
+        return SourceRecord(tuple(self.marks), self.last_ok) if self.marks else EMPTY_RECORD
+
+    def probe_wait(self, now: float) -> float:
+        if self.probe is None:
+            return 0.0
+        return max(self.probe[1] - now, 0.0)
+
+    def free_probe(self, ticket: str) -> None:
+        if self.probe is not None and self.probe[0] == ticket:
+            self.probe = None
+
+
+class MemoryStore:
+    """Quota windows, outcome logs and probe leases in this process's memory."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._sources: dict[tuple[str, str], _SourceState] = {}
+
+    async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
+        """Grant the first ask that fits; see ``SourceStore.admit``."""
+        now = self.clock.now()
+        refusals: list[Refusal] = []
+        granted = None
+        for ask in asks:
+            refusal = self._take(lane, ask, now)
+            if refusal is None:
+                granted = ask
+                break
+            refusals.append(refusal)
+        records = {name: self._state(lane, name).record() for name in sources}
+        return Admission(granted, tuple(refusals), records)
+
+    async def settle(
+        self, lane: str, ask: Ask, tokens: int | None, code: str | None
+    ) -> SourceRecord:
+        """See ``SourceStore.settle``."""
+        state = self._state(lane, ask.source)
+        if tokens is not None:
+            state.window.settle(ask.ticket, tokens)
+        state.free_probe(ask.ticket)
+        if code is not None:
+            now = self.clock.now()
+            state.marks.append(Mark(now, code))
+            if code == "ok":
+                state.last_ok = now
+        return state.record()
+
+    async def release(self, lane: str, ask: Ask) -> None:
+        """See ``SourceStore.release``."""
+        state = self._state(lane, ask.source)
+        state.window.release(ask.ticket)
+        state.free_probe(ask.ticket)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    def dump(self) -> list[SourceDump]:
+        """Everything held, for replay into a shared store."""
+        return [
+            SourceDump(lane, source, s.window_seconds, tuple(s.window.entries.values()), s.record())
+            for (lane, source), s in self._sources.items()
+        ]
+
+    def clear(self) -> None:
+        """Forget everything (after a replay)."""
+        self._sources.clear()
+
+    def _take(self, lane: str, ask: Ask, now: float) -> Refusal | None:
+        state = self._state(lane, ask.source)
+        state.window_seconds = ask.window
+        if ask.probe > 0:
+            held = state.probe_wait(now)
+            if held > 0:
+                return Refusal(ask.source, held, PROBE)
+        if ask.rpm is not None or ask.tpm is not None:
+            wait = state.window.reserve(
+                ask.ticket, ask.tokens, rpm=ask.rpm, tpm=ask.tpm, window=ask.window, now=now
+            )
+            if wait > 0:
+                return Refusal(ask.source, wait, QUOTA)
+        if ask.probe > 0:
+            state.probe = (ask.ticket, now + ask.probe)
+        return None
+
+    def _state(self, lane: str, source: str) -> _SourceState:
+        key = (lane, source)
+        state = self._sources.get(key)
+        if state is None:
+            state = self._sources[key] = _SourceState()
+        return state

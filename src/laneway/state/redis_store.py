@@ -1,0 +1,136 @@
+"""``RedisStore``: the state port shared through Redis, one script call per operation.
+
+Each operation is one Lua script (``laneway.state.lua``), so an admission is
+a single round trip and no two replicas can both take a quota's last slot.
+The store keeps wall-clock time, the timeline replicas share; it converts to
+and from the caller's monotonic clock at this boundary. Errors are not
+handled here: ``FallbackStore`` decides what an unreachable Redis means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from laneway.core.clock import Clock
+from laneway.state import lua
+from laneway.state.base import (
+    LOG_SIZE,
+    Admission,
+    Ask,
+    Mark,
+    Refusal,
+    SourceDump,
+    SourceRecord,
+)
+
+LOG_TTL_MS = 600_000
+"""How long an idle source's outcome log and last success are kept, in milliseconds."""
+
+
+class RedisStore:
+    """Quota windows, outcome logs and probe leases in Redis, under ``prefix``."""
+
+    def __init__(self, client: Redis, clock: Clock, *, prefix: str = "laneway") -> None:
+        self.client = client
+        self.clock = clock
+        self.prefix = prefix
+        self._admit = client.register_script(lua.ADMIT)
+        self._settle = client.register_script(lua.SETTLE)
+        self._release = client.register_script(lua.RELEASE)
+        self._merge = client.register_script(lua.MERGE)
+
+    @classmethod
+    def from_url(
+        cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
+    ) -> RedisStore:
+        """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
+        client = Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
+        return cls(client, clock, prefix=prefix)
+
+    async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
+        """See ``SourceStore.admit``."""
+        keys = [key for name in sources for key in self._keys(lane, name, "log", "ok")]
+        args: list[Any] = [self._wall_now(), len(sources)]
+        for ask in asks:
+            keys += self._keys(lane, ask.source, "q", "t", "probe")
+            limits = [ask.rpm or 0, ask.tpm or 0, repr(ask.window), repr(ask.probe)]
+            args += [ask.ticket, ask.tokens, *limits]
+        offset = self._offset()
+        granted, refusals, records = await self._admit(keys=keys, args=args)
+        pairs = zip(refusals[::2], refusals[1::2], strict=True)
+        return Admission(
+            asks[granted - 1] if granted else None,
+            tuple(Refusal(a.source, float(s), r) for a, (s, r) in zip(asks, pairs, strict=False)),
+            {name: _record(raw, offset) for name, raw in zip(sources, records, strict=True)},
+        )
+
+    async def settle(
+        self, lane: str, ask: Ask, tokens: int | None, code: str | None
+    ) -> SourceRecord:
+        """See ``SourceStore.settle``."""
+        keys = self._keys(lane, ask.source, "q", "t", "probe", "log", "ok")
+        kept = -1 if tokens is None else tokens
+        args: list[str | int] = [
+            self._wall_now(),
+            ask.ticket,
+            kept,
+            code or "",
+            LOG_SIZE,
+            LOG_TTL_MS,
+        ]
+        offset = self._offset()
+        return _record(await self._settle(keys=keys, args=args), offset)
+
+    async def release(self, lane: str, ask: Ask) -> None:
+        """See ``SourceStore.release``."""
+        await self._release(keys=self._keys(lane, ask.source, "q", "t", "probe"), args=[ask.ticket])
+
+    async def merge(self, dumps: Sequence[SourceDump]) -> None:
+        """Replay state kept locally while Redis was away, in one pipeline."""
+        offset = self._offset()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for dump in dumps:
+                keys = self._keys(dump.lane, dump.source, "q", "t", "log", "ok")
+                args: list[Any] = [repr(dump.window), LOG_SIZE, LOG_TTL_MS]
+                args.append(len(dump.entries))
+                for entry in dump.entries:
+                    args += [entry.ticket, repr(entry.at + offset), entry.tokens]
+                args += [f"{mark.at + offset!r} {mark.code}" for mark in dump.record.marks]
+                last_ok = dump.record.last_ok
+                args.append("" if last_ok is None else repr(last_ok + offset))
+                await self._merge(keys=keys, args=args, client=pipe)
+            await pipe.execute()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.aclose()
+
+    def _keys(self, lane: str, source: str, *kinds: str) -> list[str]:
+        return [f"{self.prefix}:{{{lane}}}:{source}:{kind}" for kind in kinds]
+
+    def _wall_now(self) -> str:
+        return repr(self.clock.wall())
+
+    def _offset(self) -> float:
+        """Wall minus monotonic time: add it to go to Redis's timeline, subtract to return."""
+        return self.clock.wall() - self.clock.now()
+
+
+def _record(raw: list[Any], offset: float) -> SourceRecord:
+    lines, last_ok = raw
+    marks = []
+    for line in reversed(lines):
+        at, _, code = line.partition(" ")
+        marks.append(Mark(float(at) - offset, code))
+    return SourceRecord(tuple(marks), float(last_ok) - offset if last_ok else None)

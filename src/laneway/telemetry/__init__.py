@@ -1,0 +1,35 @@
+"""Telemetry: one row per call in SQLite or PostgreSQL, written off the request path.
+
+An adapter-layer package: it depends on ``laneway.core`` only (never on
+``laneway.config``, ``policy``, ``engine`` or ``accounting``; prices arrive
+as a function). The port is ``TelemetryStore``; ``TelemetryWriter`` is the
+``CallObserver`` that feeds it.
+"""
+
+from laneway.telemetry.factory import TelemetrySettings, store_for_url, writer_for
+from laneway.telemetry.port import Row, SpendRow, TelemetryError, TelemetryStore
+from laneway.telemetry.postgres import PostgresTelemetryStore
+from laneway.telemetry.rows import caller_hash, to_row
+from laneway.telemetry.schema import COLUMN_NAMES, COLUMNS, SCHEMA_VERSION
+from laneway.telemetry.sqlite import SqliteTelemetryStore
+from laneway.telemetry.writer import CostFn, TelemetryWriter, WriterStats
+
+__all__ = [
+    "COLUMNS",
+    "COLUMN_NAMES",
+    "SCHEMA_VERSION",
+    "CostFn",
+    "PostgresTelemetryStore",
+    "Row",
+    "SpendRow",
+    "SqliteTelemetryStore",
+    "TelemetryError",
+    "TelemetrySettings",
+    "TelemetryStore",
+    "TelemetryWriter",
+    "WriterStats",
+    "caller_hash",
+    "store_for_url",
+    "to_row",
+    "writer_for",
+]

@@ -1,0 +1,58 @@
+"""The telemetry port: what the writer and ``laneway spend`` need from a database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from laneway.core.errors import LanewayError
+
+Row = tuple[Any, ...]
+"""One call, its values in ``schema.COLUMNS`` order (``None`` where unknown)."""
+
+
+class TelemetryError(LanewayError):
+    """The telemetry database cannot be used as laneway's (layout, version, URL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpendRow:
+    """One group of ``laneway spend``: counts, provider-reported sums, costs.
+
+    Sums are ``None`` when no call of the group reported the figure; ``cost_usd``
+    covers priced calls only and ``estimated_cost_usd`` estimated ones.
+    """
+
+    group: str | None
+    calls: int
+    errors: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    cost_usd: float | None
+    priced: int
+    unpriced: int
+    usage_unknown: int
+    estimated: int
+    estimated_cost_usd: float | None
+
+
+class TelemetryStore(Protocol):
+    """A database of call rows. Adapters: ``SqliteTelemetryStore``, ``PostgresTelemetryStore``."""
+
+    async def open(self) -> None:
+        """Connect, then create or migrate the schema (``TelemetryError`` on a foreign one)."""
+        ...
+
+    async def write_batch(self, rows: Sequence[Row]) -> None:
+        """Insert ``rows`` in one transaction."""
+        ...
+
+    async def query_spend(self, since: float, by: str) -> list[SpendRow]:
+        """Spend of calls started at or after Unix time ``since``, grouped by ``by``."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connection(s)."""
+        ...

@@ -1,0 +1,64 @@
+"""Which price a source gets: its own, else the catalogue by URL, model id, or vendor/model."""
+
+from __future__ import annotations
+
+import pytest
+
+from laneway.accounting import Pricer
+from laneway.config.models import LanewayConfig
+from laneway.core.records import CallRecord
+from laneway.core.types import Usage
+
+WHEN = 1_750_000_000.0
+
+
+def pricer(model: str, base_url: str = "http://127.0.0.1:1/v1", **source) -> Pricer:
+    body = {"base_url": base_url, "model": model, **source}
+    config = LanewayConfig.model_validate({"lanes": {"l": {"sources": [body]}}})
+    return Pricer.for_lanes(config.lanes)
+
+
+def origin(p: Pricer) -> str | None:
+    (source,) = [s for (_, s) in p.entries]
+    rate = p.rate("l", source, WHEN)
+    return None if rate is None else rate.origin
+
+
+@pytest.mark.parametrize(
+    ("model", "base_url", "expected"),
+    [
+        ("gpt-4o", "http://127.0.0.1:1/v1", "genai-prices openai/gpt-4o"),
+        ("openai/gpt-4o", "http://127.0.0.1:1/v1", "genai-prices openai/gpt-4o"),
+        (
+            "anthropic/claude-3.5-sonnet",
+            "https://openrouter.ai/api/v1",
+            "genai-prices openrouter/anthropic/claude-3.5-sonnet",
+        ),
+        ("sim-model", "http://127.0.0.1:1/v1", None),
+    ],
+)
+def test_catalogue_lookup(model: str, base_url: str, expected: str | None) -> None:
+    assert origin(pricer(model, base_url)) == expected
+
+
+def test_own_price_wins_over_the_catalogue() -> None:
+    p = pricer("gpt-4o", price={"input": 1, "output": 2})
+    assert origin(p) == "price override"
+
+
+def record(source: str | None, usage: Usage, lane: str = "l") -> CallRecord:
+    return CallRecord(WHEN, lane, "chat", "ok", 0.1, (), source=source, usage=usage)
+
+
+def test_cost_of_a_record() -> None:
+    p = pricer("sim-model", price={"input": 1, "output": 2}, name="s")
+    known = Usage(1_000_000, 1_000_000, 2_000_000, source="provider")
+    assert p.cost(record("s", known)) == (3.0, "priced")
+    assert p.cost(record("s", Usage())) == (None, "usage_unknown")
+    assert p.cost(record(None, known)) == (None, "unpriced")
+    assert p.cost(record("s", known, lane="gone")) == (None, "unpriced")
+
+
+def test_unpriced_source_costs_nothing_known() -> None:
+    p = pricer("sim-model", name="s")
+    assert p.cost(record("s", Usage(1, 1, 2, source="provider"))) == (None, "unpriced")

@@ -1,0 +1,132 @@
+"""OCR lanes: a document in as a data URL content part, text and usage out."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from pydantic import ValidationError
+
+from laneway import Laneway
+from laneway.config.models import LanewayConfig
+from laneway.core.records import CallRecord
+from laneway.core.types import OCRResponse, Usage
+from laneway.engine.gateway import Engine
+from laneway.engine.ocr import DEFAULT_PROMPT, document_type
+from laneway.engine.ocr_mistral import ocr_response_body, parse_ocr_request
+from laneway.errors import RequestInvalid
+from tests.engine.spy import SpyTransport
+from tests.helpers import one_lane, unique_spec
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+PDF_PAGE = b"%PDF-1.7\n" + b"\x00" * 32
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    def observe(self, record: CallRecord) -> None:
+        self.records.append(record)
+
+
+async def test_an_image_is_read_into_text_with_usage(sim) -> None:
+    spy, sink = SpyTransport(), Collect()
+    config = one_lane(sim, unique_spec("chunks=3"), kind="ocr", prompt="Read it.")
+    engine = Engine(config, {}, spy, observers=[sink])
+    async with Laneway(engine) as lw:
+        result = await lw.ocr("lane", PNG)
+    assert result.text == "sim answer w2"
+    assert result.usage.completion_tokens == 3 and result.usage.source == "provider"
+    assert result.source == "openai:sim-model" and len(result.attempts) == 1
+    (body,) = spy.bodies
+    text, image = body["messages"][0]["content"]
+    assert text == {"type": "text", "text": "Read it."}
+    url = f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
+    assert image == {"type": "image_url", "image_url": {"url": url}}
+    assert [(r.kind, r.outcome) for r in sink.records] == [("ocr", "ok")]
+
+
+async def test_a_pdf_page_goes_as_a_file_part_with_the_default_prompt(sim) -> None:
+    spy = SpyTransport()
+    config = one_lane(sim, unique_spec("ok"), kind="ocr")
+    async with Laneway.from_settings(config, environ={}, transport=spy) as lw:
+        await lw.ocr("lane", PDF_PAGE, mime_type="application/pdf")
+    text, part = spy.bodies[0]["messages"][0]["content"]
+    assert text["text"] == DEFAULT_PROMPT
+    assert part["type"] == "file" and part["file"]["file_data"].startswith(
+        "data:application/pdf;base64,JVBERi0x"
+    )
+
+
+async def test_an_ocr_lane_is_not_a_chat_lane(sim) -> None:
+    async with Laneway.from_settings(one_lane(sim, "ok"), environ={}) as lw:
+        with pytest.raises(RequestInvalid, match="is a chat lane, not ocr"):
+            await lw.ocr("lane", PNG)
+    ocr_config = one_lane(sim, "ok", kind="ocr")
+    async with Laneway.from_settings(ocr_config, environ={}) as lw:
+        with pytest.raises(RequestInvalid, match="is a ocr lane, not chat"):
+            await lw.chat("lane", [{"role": "user", "content": "hi"}])
+
+
+def test_the_type_is_sniffed_or_checked() -> None:
+    assert document_type(PNG, None) == "image/png"
+    assert document_type(b"\xff\xd8\xff\xe0", None) == "image/jpeg"
+    assert document_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ", None) == "image/webp"
+    assert document_type(PNG, "IMAGE/PNG; q=1") == "image/png"
+    with pytest.raises(RequestInvalid, match="mime_type: 'text/plain' is not one of"):
+        document_type(b"hello", "text/plain")
+    with pytest.raises(RequestInvalid, match="mime_type: not given"):
+        document_type(b"hello", None)
+
+
+def test_prompt_belongs_to_ocr_lanes() -> None:
+    source = {"base_url": "http://x/v1", "model": "m"}
+    with pytest.raises(ValidationError, match="prompt applies to ocr lanes only"):
+        LanewayConfig.model_validate({"lanes": {"c": {"prompt": "Read", "sources": [source]}}})
+    with pytest.raises(ValidationError, match="ocr lanes are not streamed"):
+        LanewayConfig.model_validate(
+            {"lanes": {"o": {"kind": "ocr", "idle_timeout": 3, "sources": [source]}}}
+        )
+
+
+def test_mistral_requests_are_read_and_answers_shaped() -> None:
+    url = f"data:image/png;base64,{base64.b64encode(PNG).decode()}"
+    call = parse_ocr_request({"model": "ocr", "document": {"type": "image_url", "image_url": url}})
+    assert (call.lane, call.document, call.mime_type) == ("ocr", PNG, "image/png")
+    nested = {"type": "document_url", "document_url": {"url": url}}
+    assert parse_ocr_request({"model": "ocr", "document": nested}).document == PNG
+    response = OCRResponse("ocr", "s", "vision-1", "# Title", Usage(5, None, None), (), 0.1)
+    assert ocr_response_body(response, len(PNG)) == {
+        "pages": [{"index": 0, "markdown": "# Title", "images": [], "dimensions": None}],
+        "model": "vision-1",
+        "document_annotation": None,
+        "usage_info": {"pages_processed": 1, "doc_size_bytes": len(PNG)},
+        "usage": {"prompt_tokens": 5, "completion_tokens": None, "total_tokens": None},
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"document": {"type": "image_url", "image_url": "data:,x"}}, "model"),
+        ({"model": "o"}, "document"),
+        ({"model": "o", "document": {"type": "file"}}, "document.type"),
+        (
+            {"model": "o", "document": {"type": "document_url", "document_url": "https://x/a.pdf"}},
+            "document.document_url",
+        ),
+        (
+            {"model": "o", "document": {"type": "image_url", "image_url": "data:image/png,x"}},
+            "image",
+        ),
+        (
+            {"model": "o", "document": {"type": "image_url", "image_url": "data:a;base64,!!"}},
+            "document.image_url",
+        ),
+        ({"model": "o", "pages": [0, 1], "document": {}}, "pages"),
+    ],
+)
+def test_bad_mistral_requests_name_the_field(body, field) -> None:
+    with pytest.raises(RequestInvalid, match=field):
+        parse_ocr_request(body)

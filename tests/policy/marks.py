@@ -1,0 +1,15 @@
+"""Outcome logs for policy tests: ``log((0.0, "failed"), (1.0, "ok"))``."""
+
+from __future__ import annotations
+
+from laneway.state.base import Mark
+
+
+def log(*entries: tuple[float, str]) -> tuple[Mark, ...]:
+    """Marks from ``(at, code)`` pairs."""
+    return tuple(Mark(at, code) for at, code in entries)
+
+
+def failures(*times: float) -> tuple[Mark, ...]:
+    """Breaker-counting failures at ``times``."""
+    return log(*((t, "failed") for t in times))

@@ -1,0 +1,96 @@
+"""`laneway spend` on both backends: unpriced lanes never read as $0."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from laneway.accounting import Pricer
+from laneway.cli.main import main
+from laneway.config import load_config
+from laneway.core.records import CallMeta
+from laneway.core.types import ChatRequest
+from laneway.engine.gateway import Engine
+from laneway.http import AiohttpTransport
+from laneway.telemetry import writer_for
+from tests.helpers import sim_url, unique_spec
+
+REQUEST = ChatRequest([{"role": "user", "content": "hello"}])
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def telemetry_url(request: pytest.FixtureRequest) -> str | None:
+    """``None`` for the default SQLite file beside the config, else a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return None
+    schemas: Callable[[], str] = request.getfixturevalue("pg_schemas")
+    return f"{request.getfixturevalue('pg_dsn')}?schema={schemas()}"
+
+
+def write_config(sim: Any, tmp_path: Path, url: str | None) -> Path:
+    def lane(spec: str, **source: Any) -> dict[str, Any]:
+        base = {"base_url": sim_url(sim, unique_spec(spec)), "model": "sim-model"}
+        return {"sources": [{**base, **source}]}
+
+    body: dict[str, Any] = {
+        "lanes": {
+            "paid": lane("ok", price={"input": 2, "output": 8}, name="paid-src"),
+            "free": lane("ok"),
+            "blind": lane("nousage", price={"input": 2, "output": 8}),
+        },
+        "server": {"keys": [{"name": "team-a", "key": "sk-test"}]},
+    }
+    if url is not None:
+        body["telemetry"] = {"url": url}
+    path = tmp_path / "laneway.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+async def record_calls(path: Path) -> None:
+    config, _ = load_config(path)
+    writer = writer_for(config.telemetry, path.parent, Pricer.for_lanes(config.lanes).cost)
+    assert writer is not None
+    engine = Engine(config, {}, AiohttpTransport(), observers=[writer])
+    writer.start()
+    for name in config.lanes:
+        await engine.chat(name, REQUEST, meta=CallMeta(caller="team-a"))
+    await engine.aclose()
+    assert (await writer.aclose()).written == 3
+
+
+def spend(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, list[str]]:
+    assert main(["spend", "--config", str(path), *args]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    return {line.split()[0]: line.split()[1:] for line in lines}
+
+
+def test_spend_table(sim, tmp_path: Path, telemetry_url, capsys) -> None:
+    path = write_config(sim, tmp_path, telemetry_url)
+    asyncio.run(record_calls(path))
+    table = spend(path, capsys)
+    assert table["lane"][:6] == ["calls", "errors", "prompt", "completion", "reasoning", "cost"]
+    assert table["paid"][5].startswith("$") and float(table["paid"][5][1:]) > 0
+    assert table["free"][5] == "unpriced" and table["free"][6] == "1"
+    assert table["blind"][2:6] == ["n/a", "n/a", "n/a", "n/a"] and table["blind"][7] == "1"
+    assert "paid-src" in spend(path, capsys, "--by", "source")
+    assert spend(path, capsys, "--by", "key")["team-a"][0] == "3"
+    if telemetry_url is None:
+        assert (tmp_path / "laneway.sqlite3").exists()
+
+
+def test_spend_without_a_database_yet(sim, tmp_path: Path, capsys) -> None:
+    path = write_config(sim, tmp_path, None)
+    assert main(["spend", "--config", str(path), "--since", "1h"]) == 0
+    assert "no calls recorded yet" in capsys.readouterr().out
+
+
+def test_spend_with_telemetry_off(sim, tmp_path: Path, capsys) -> None:
+    path = write_config(sim, tmp_path, "none")
+    assert main(["spend", "--config", str(path)]) == 1
+    assert "telemetry is off" in capsys.readouterr().err
