@@ -62,3 +62,25 @@ def test_cost_of_a_record() -> None:
 def test_unpriced_source_costs_nothing_known() -> None:
     p = pricer("sim-model", name="s")
     assert p.cost(record("s", Usage(1, 1, 2, source="provider"))) == (None, "unpriced")
+
+
+def test_response_cache_hit_costs_zero_by_its_own_status() -> None:
+    p = pricer("sim-model", price={"input": 1, "output": 2}, name="s")
+    known = Usage(1_000_000, 1_000_000, 2_000_000, source="provider")
+    hit = CallRecord(WHEN, "l", "chat", "ok", 0.001, (), source="s", usage=known, cache="hit")
+    assert p.cost(hit) == (0.0, "cache_hit")
+
+
+def test_ocr_calls_are_priced_like_chat() -> None:
+    p = pricer("sim-model", price={"input": 1, "output": 2}, name="s")
+    ocr = CallRecord(
+        WHEN,
+        "l",
+        "ocr",
+        "ok",
+        0.1,
+        (),
+        source="s",
+        usage=Usage(1_000_000, None, None, source="provider"),
+    )
+    assert p.cost(ocr) == (None, "usage_unknown")

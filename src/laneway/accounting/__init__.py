@@ -9,14 +9,32 @@ Unknown is never zero: a cost is ``None`` with a status (``unpriced``,
 is marked ``estimated`` wherever it goes.
 """
 
-from laneway.accounting.cost import Cost, CostStatus, cost_of
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from laneway.accounting.estimate import (
     chat_usage_or_estimate,
     embed_usage_or_estimate,
     estimate_tokens,
 )
-from laneway.accounting.pricer import LaneSpec, Pricer, SourceSpec
-from laneway.accounting.rates import Rate, Tiered
+
+if TYPE_CHECKING:
+    from laneway.accounting.cost import Cost, CostStatus, cost_of
+    from laneway.accounting.pricer import LaneSpec, Pricer, SourceSpec
+    from laneway.accounting.rates import Rate, Tiered
+
+_LAZY = {
+    "Cost": "laneway.accounting.cost",
+    "CostStatus": "laneway.accounting.cost",
+    "cost_of": "laneway.accounting.cost",
+    "LaneSpec": "laneway.accounting.pricer",
+    "Pricer": "laneway.accounting.pricer",
+    "SourceSpec": "laneway.accounting.pricer",
+    "Rate": "laneway.accounting.rates",
+    "Tiered": "laneway.accounting.rates",
+}
 
 __all__ = [
     "Cost",
@@ -31,3 +49,10 @@ __all__ = [
     "embed_usage_or_estimate",
     "estimate_tokens",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load prices on first use: the genai-prices catalogue is the heaviest import here."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ from typing import Literal, NamedTuple
 from laneway.accounting.rates import PER_MILLION, Rate
 from laneway.core.types import Usage
 
-CostStatus = Literal["priced", "estimated", "unpriced", "usage_unknown"]
+CostStatus = Literal["priced", "estimated", "unpriced", "usage_unknown", "cache_hit"]
 
 
 class Cost(NamedTuple):
@@ -22,18 +22,19 @@ class Cost(NamedTuple):
 
 
 USAGE_UNKNOWN = Cost(None, "usage_unknown")
+CACHE_HIT = Cost(0.0, "cache_hit")
 UNPRICED = Cost(None, "unpriced")
 
 
 def cost_of(usage: Usage, rate: Rate | None, kind: str) -> Cost:
-    """Price ``usage`` at ``rate`` for a ``chat`` or ``embed`` call.
+    """Price ``usage`` at ``rate`` for a ``chat``, ``ocr`` or ``embed`` call.
 
     Unknown usage wins over a missing price: a call whose usage is unknown
     could not be priced even with a price. Embed calls report no completion
     tokens (there are none to report); a chat call without them is unknown.
     """
     prompt, completion = usage.prompt_tokens, usage.completion_tokens
-    if not usage.known or prompt is None or (completion is None and kind == "chat"):
+    if not usage.known or prompt is None or (completion is None and kind != "embed"):
         return USAGE_UNKNOWN
     if rate is None:
         return UNPRICED

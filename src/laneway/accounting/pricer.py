@@ -18,7 +18,7 @@ from genai_prices import Usage as CatalogueUsage
 from genai_prices import calc_price
 from genai_prices.types import ModelInfo, ModelPrice
 
-from laneway.accounting.cost import USAGE_UNKNOWN, Cost, cost_of
+from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
 from laneway.core.records import CallRecord
 
@@ -109,7 +109,12 @@ class Pricer:
         return None if entry is None else entry.rate(when)
 
     def cost(self, record: CallRecord) -> Cost:
-        """What the recorded call cost, or why that is unknown."""
+        """What the recorded call cost, or why that is unknown.
+
+        A response-cache hit cost nothing upstream: it is zero, by its own status.
+        """
+        if record.cache == "hit":
+            return CACHE_HIT
         if not record.usage.known:
             return USAGE_UNKNOWN
         return cost_of(

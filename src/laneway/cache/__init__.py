@@ -6,11 +6,20 @@ is decided in ``laneway.engine``). ``open_cache(url, base_dir)`` picks the
 backend; ``GuardedCache`` makes a backend's failures read as misses.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from laneway.cache.factory import open_cache
 from laneway.cache.guard import GuardedCache
 from laneway.cache.port import CacheStore, CacheUnavailable
-from laneway.cache.redis_cache import RedisCacheStore
 from laneway.cache.sqlite import SqliteCacheStore
+
+if TYPE_CHECKING:
+    from laneway.cache.redis_cache import RedisCacheStore
+
+_LAZY = {"RedisCacheStore": "laneway.cache.redis_cache"}
 
 __all__ = [
     "CacheStore",
@@ -20,3 +29,10 @@ __all__ = [
     "SqliteCacheStore",
     "open_cache",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from laneway.cache.port import CacheStore
-from laneway.cache.redis_cache import RedisCacheStore
 from laneway.cache.sqlite import MEMORY, SqliteCacheStore
 
 DEFAULT_FILE = "laneway-cache.sqlite3"
@@ -27,6 +26,8 @@ def open_cache(url: str | None, base_dir: Path | None) -> CacheStore:
         return SqliteCacheStore(MEMORY if base_dir is None else base_dir / DEFAULT_FILE)
     scheme = urlsplit(url).scheme
     if scheme in REDIS_SCHEMES:
+        from laneway.cache.redis_cache import RedisCacheStore
+
         return RedisCacheStore.from_url(url)
     if url == MEMORY:
         return SqliteCacheStore(MEMORY)

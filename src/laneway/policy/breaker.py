@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.policy.outcome import Mark, Verdict, verdicts
+from laneway.policy.health import HealthPolicy
+from laneway.policy.outcome import Mark, summarize
 from laneway.policy.waits import Admit, Probe, Wait
 
 BREAKER_OPEN = "breaker"
+SUMMARY_HALF_LIFE = HealthPolicy().half_life
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,7 @@ class BreakerLimits:
             return None
         return failures[-1] + self.cooldown
 
-    def _tripped(self, failures: list[float]) -> bool:
+    def _tripped(self, failures: tuple[float, ...]) -> bool:
         span = self.failures - 1
         return any(
             failures[i + span] - failures[i] <= self.window for i in range(len(failures) - span)
@@ -60,15 +62,8 @@ class BreakerLimits:
 
 def last_failure(marks: Sequence[Mark]) -> float | None:
     """When the source last failed in a way the breaker counts."""
-    failures = [at for at, verdict in verdicts(marks) if verdict.opens_breaker]
-    return failures[-1] if failures else None
+    return summarize(marks, SUMMARY_HALF_LIFE).last_failure
 
 
-def _failures_since_success(marks: Sequence[Mark]) -> list[float]:
-    failures: list[float] = []
-    for at, verdict in verdicts(marks):
-        if verdict is Verdict.OK:
-            failures.clear()
-        elif verdict.opens_breaker:
-            failures.append(at)
-    return failures
+def _failures_since_success(marks: Sequence[Mark]) -> tuple[float, ...]:
+    return summarize(marks, SUMMARY_HALF_LIFE).failures

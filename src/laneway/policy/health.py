@@ -9,10 +9,11 @@ its credibility without having to be tried first.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.policy.outcome import Mark, verdicts
+from laneway.policy.outcome import Mark, summarize
 
 
 class Tier(enum.IntEnum):
@@ -38,16 +39,10 @@ class HealthPolicy:
 
     def score(self, marks: Sequence[Mark], now: float) -> float:
         """The decayed success rate of ``marks`` at ``now``."""
-        total = self.prior_weight
-        good = self.prior_weight
-        for at, verdict in verdicts(marks):
-            sample = verdict.health_sample
-            if sample is None:
-                continue
-            weight = 0.5 ** (max(now - at, 0.0) / self.half_life)
-            total += weight
-            good += weight * sample
-        return good / total
+        log = summarize(marks, self.half_life)
+        decay = math.exp2(-max(now - log.newest, 0.0) / self.half_life)
+        prior = self.prior_weight
+        return (prior + decay * log.good) / (prior + decay * log.weight)
 
     def tier(self, score: float) -> Tier:
         """The tier a score falls in."""

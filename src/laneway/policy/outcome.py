@@ -9,7 +9,10 @@ not trip its own breaker.
 from __future__ import annotations
 
 import enum
+import math
+import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from laneway.core.errors import AttemptFailure
@@ -86,11 +89,67 @@ class Mark(Protocol):
         ...
 
 
-def verdicts(marks: Sequence[Mark]) -> list[tuple[float, Verdict]]:
-    """The marks as ``(at, verdict)``, oldest first; unknown codes are dropped."""
-    known = {v.value: v for v in Verdict}
-    return sorted(((m.at, known[m.code]) for m in marks if m.code in known), key=_time)
+_SAMPLE_BY_CODE = {v.value: v.health_sample for v in Verdict if v.health_sample is not None}
+_OPENING_CODES = frozenset(v.value for v in Verdict if v.opens_breaker)
+_OK = Verdict.OK.value
+_AT = operator.attrgetter("at")
 
 
-def _time(entry: tuple[float, Verdict]) -> float:
-    return entry[0]
+@dataclass(frozen=True, slots=True)
+class LogSummary:
+    """Everything the policies read from one outcome log, in a single pass.
+
+    Health weights are taken relative to ``newest`` (the latest mark), so the
+    decayed sums are computed once per log and scaled by one factor at ``now``.
+    """
+
+    newest: float
+    weight: float
+    good: float
+    failures: tuple[float, ...]
+    last_failure: float | None
+
+
+EMPTY_SUMMARY = LogSummary(0.0, 0.0, 0.0, (), None)
+_SUMMARIES: dict[tuple[int, float], tuple[Sequence[Mark], LogSummary]] = {}
+_SUMMARIES_MAX = 512
+
+
+def summarize(marks: Sequence[Mark], half_life: float) -> LogSummary:
+    """The log's summary; remembered per log object.
+
+    Every pick reads each source's log for health, breaker and last failure,
+    and a store replaces a log object rather than mutating it, so an identity
+    check (not a hash of 32 marks) finds a summary already made.
+    """
+    if not marks:
+        return EMPTY_SUMMARY
+    key = (id(marks), half_life)
+    cached = _SUMMARIES.get(key)
+    if cached is not None and cached[0] is marks:
+        return cached[1]
+    summary = _summary(sorted(marks, key=_AT), half_life)
+    if len(_SUMMARIES) >= _SUMMARIES_MAX:
+        _SUMMARIES.clear()
+    _SUMMARIES[key] = (marks, summary)
+    return summary
+
+
+def _summary(ordered: list[Mark], half_life: float) -> LogSummary:
+    newest = ordered[-1].at
+    weight = good = 0.0
+    failures: list[float] = []
+    last_failure = None
+    for mark in ordered:
+        code = mark.code
+        sample = _SAMPLE_BY_CODE.get(code)
+        if sample is not None:
+            w = math.exp2((mark.at - newest) / half_life)
+            weight += w
+            good += w * sample
+        if code == _OK:
+            failures.clear()
+        elif code in _OPENING_CODES:
+            failures.append(mark.at)
+            last_failure = mark.at
+    return LogSummary(newest, weight, good, tuple(failures), last_failure)

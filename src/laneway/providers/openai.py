@@ -9,13 +9,14 @@ import orjson
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.transport import HttpRequest, HttpResponse
-from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest, Reasoning, Usage
+from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
 from laneway.providers.base import (
     ChatResult,
     EmbedResult,
     classify_status,
     load_json,
     openai_usage,
+    reasoning_of,
 )
 
 _DONE = b"[DONE]"
@@ -61,7 +62,7 @@ class OpenAIProvider:
             model=str(data.get("model") or self.model),
             finish_reason=choices[0].get("finish_reason"),
             reasoning_content=reasoning_text if isinstance(reasoning_text, str) else None,
-            reasoning=reasoning_verdict(bool(reasoning_text), usage),
+            reasoning=reasoning_of(bool(reasoning_text), usage),
             has_tool_calls=bool(message.get("tool_calls")),
             raw=data,
         )
@@ -108,15 +109,6 @@ class OpenAIProvider:
     ) -> AttemptFailure:
         """Classify an error answer (shared rules in ``providers.base``)."""
         return classify_status(status, headers, body, wall_now)
-
-
-def reasoning_verdict(carried_text: bool, usage: Usage) -> Reasoning:
-    """PRESENT with reasoning text or tokens; ABSENT only on a reported zero."""
-    if carried_text or (usage.reasoning_tokens or 0) > 0:
-        return Reasoning.PRESENT
-    if usage.reasoning_tokens == 0:
-        return Reasoning.ABSENT
-    return Reasoning.UNKNOWN
 
 
 def _chunk(event: dict[str, Any]) -> ChatChunk:

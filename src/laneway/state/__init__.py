@@ -13,6 +13,9 @@ process-local state while Redis is unreachable.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from laneway.core.clock import Clock
 from laneway.state.base import (
     Admission,
@@ -23,9 +26,13 @@ from laneway.state.base import (
     SourceRecord,
     SourceStore,
 )
-from laneway.state.fallback import FallbackStore
 from laneway.state.memory import MemoryStore
-from laneway.state.redis_store import RedisStore
+
+if TYPE_CHECKING:
+    from laneway.state.fallback import FallbackStore
+    from laneway.state.redis_store import RedisStore
+
+_LAZY = {"RedisStore": "laneway.state.redis_store", "FallbackStore": "laneway.state.fallback"}
 
 __all__ = [
     "Admission",
@@ -46,4 +53,14 @@ def open_store(url: str | None, clock: Clock) -> SourceStore:
     """The store for ``state.url``: in-process without one, Redis (with fallback) with one."""
     if url is None:
         return MemoryStore(clock)
+    from laneway.state.fallback import FallbackStore
+    from laneway.state.redis_store import RedisStore
+
     return FallbackStore(RedisStore.from_url(url, clock), MemoryStore(clock), clock)
+
+
+def __getattr__(name: str) -> Any:
+    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

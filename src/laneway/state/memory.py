@@ -33,9 +33,17 @@ class _SourceState:
     marks: deque[Mark] = field(default_factory=lambda: deque(maxlen=LOG_SIZE))
     last_ok: float | None = None
     probe: tuple[str, float] | None = None
+    cached: SourceRecord = EMPTY_RECORD
 
     def record(self) -> SourceRecord:
-        return SourceRecord(tuple(self.marks), self.last_ok) if self.marks else EMPTY_RECORD
+        """The current record; the same object until the log changes (policies memoise on it)."""
+        if (
+            len(self.cached.marks) != len(self.marks)
+            or self.cached.last_ok != self.last_ok
+            or (self.marks and self.cached.marks[-1] is not self.marks[-1])
+        ):
+            self.cached = SourceRecord(tuple(self.marks), self.last_ok)
+        return self.cached
 
     def probe_wait(self, now: float) -> float:
         if self.probe is None:

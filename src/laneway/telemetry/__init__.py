@@ -6,13 +6,22 @@ as a function). The port is ``TelemetryStore``; ``TelemetryWriter`` is the
 ``CallObserver`` that feeds it.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from laneway.telemetry.factory import TelemetrySettings, store_for_url, writer_for
 from laneway.telemetry.port import Row, SpendRow, TelemetryError, TelemetryStore
-from laneway.telemetry.postgres import PostgresTelemetryStore
 from laneway.telemetry.rows import caller_hash, to_row
 from laneway.telemetry.schema import COLUMN_NAMES, COLUMNS, SCHEMA_VERSION
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter, WriterStats
+
+if TYPE_CHECKING:
+    from laneway.telemetry.postgres import PostgresTelemetryStore
+
+_LAZY = {"PostgresTelemetryStore": "laneway.telemetry.postgres"}
 
 __all__ = [
     "COLUMNS",
@@ -33,3 +42,10 @@ __all__ = [
     "to_row",
     "writer_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,6 @@ from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from laneway.telemetry.port import TelemetryStore
-from laneway.telemetry.postgres import PostgresTelemetryStore
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter
 
@@ -58,6 +57,8 @@ def store_for_url(url: str, base_dir: Path) -> TelemetryStore | None:
     scheme = urlsplit(url).scheme
     if scheme in ("postgresql", "postgres"):
         dsn, schema = split_schema(url)
+        from laneway.telemetry.postgres import PostgresTelemetryStore
+
         return PostgresTelemetryStore(dsn, schema)
     path = Path(url.removeprefix("sqlite://")) if scheme == "sqlite" else Path(url)
     return SqliteTelemetryStore(path if path.is_absolute() else base_dir / path)
