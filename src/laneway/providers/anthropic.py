@@ -27,6 +27,7 @@ from laneway.providers.base import (
     EmbedResult,
     as_context_length,
     classify_status,
+    load_event,
     load_json,
     native_params,
     openai_chunk,
@@ -114,12 +115,7 @@ class AnthropicProvider:
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one event payload; ``message_stop`` ends the stream."""
-        try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"malformed event: {exc}") from None
-        if not isinstance(event, dict):
-            raise ValueError("malformed event: not an object")
+        event = load_event(data)
         kind = event.get("type")
         if kind == "message_stop":
             return None

@@ -135,6 +135,17 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
     return data
 
 
+def load_event(data: bytes) -> dict[str, Any]:
+    """Parse a stream event that must be a JSON object; ``ValueError`` marks it malformed."""
+    try:
+        event = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"malformed event: {exc}") from None
+    if not isinstance(event, dict):
+        raise ValueError("malformed event: not an object")
+    return event
+
+
 def openai_usage(data: object) -> Usage:
     """Read an OpenAI ``usage`` object; a missing one is unknown, not zero."""
     if not isinstance(data, dict):

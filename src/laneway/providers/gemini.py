@@ -27,6 +27,7 @@ from laneway.providers.base import (
     EmbedResult,
     as_context_length,
     classify_status,
+    load_event,
     load_json,
     native_params,
     openai_chunk,
@@ -64,8 +65,8 @@ _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 @dataclass(frozen=True, slots=True)
-class _Turn:
-    """What one ``GenerateContentResponse`` (or stream chunk) says."""
+class _Candidate:
+    """What the first candidate of a ``GenerateContentResponse`` (or stream chunk) says."""
 
     content: str = ""
     reasoning: str = ""
@@ -105,16 +106,16 @@ class GeminiProvider:
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
         data = load_json(response.body, "chat answer")
-        turn = _turn(data, strict=True)
+        candidate = _candidate(data, strict=True)
         usage = gemini_usage(data.get("usageMetadata"))
         result = ChatResult(
-            content=turn.content,
+            content=candidate.content,
             usage=usage,
             model=str(data.get("modelVersion") or self.model),
-            finish_reason=turn.finish_reason,
-            reasoning_content=turn.reasoning or None,
-            reasoning=reasoning_of(bool(turn.reasoning), usage),
-            has_tool_calls=turn.has_tool_calls,
+            finish_reason=candidate.finish_reason,
+            reasoning_content=candidate.reasoning or None,
+            reasoning=reasoning_of(bool(candidate.reasoning), usage),
+            has_tool_calls=candidate.has_tool_calls,
         )
         result.raw = openai_completion(result, data.get("responseId"), wall_now)
         return result
@@ -126,29 +127,26 @@ class GeminiProvider:
         final chunk's ``finishReason`` tells the engine the answer is complete.
         Running counts on earlier chunks are left out of the OpenAI chunks.
         """
-        try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"malformed event: {exc}") from None
-        if not isinstance(event, dict):
-            raise ValueError("malformed event: not an object")
+        event = load_event(data)
         if "error" in event:
             raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
-        turn = _turn(event, strict=False)
-        final = gemini_usage(event.get("usageMetadata")) if turn.finish_reason else NO_USAGE
+        candidate = _candidate(event, strict=False)
+        final = gemini_usage(event.get("usageMetadata")) if candidate.finish_reason else NO_USAGE
         usage = final if final.known else None
-        delta: dict[str, Any] = {"content": turn.content} if turn.content else {}
-        if turn.reasoning:
-            delta["reasoning_content"] = turn.reasoning
+        delta: dict[str, Any] = {"content": candidate.content} if candidate.content else {}
+        if candidate.reasoning:
+            delta["reasoning_content"] = candidate.reasoning
         model = event.get("modelVersion") or self.model
         raw = openai_chunk(
             delta,
-            finish_reason=turn.finish_reason,
+            finish_reason=candidate.finish_reason,
             usage=usage,
             answer_id=event.get("responseId"),
             model=model,
         )
-        return ChatChunk(turn.content, turn.reasoning, turn.finish_reason, usage, model, raw)
+        return ChatChunk(
+            candidate.content, candidate.reasoning, candidate.finish_reason, usage, model, raw
+        )
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
         """Build ``batchEmbedContents``; ``outputDimensionality`` when the lane pins a length."""
@@ -214,20 +212,20 @@ def embed_usage(meta: object) -> Usage:
     return Usage(prompt_tokens=prompt, total_tokens=total or prompt, source="provider")
 
 
-def _turn(data: dict[str, Any], *, strict: bool) -> _Turn:
+def _candidate(data: dict[str, Any], *, strict: bool) -> _Candidate:
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
         blocked = (data.get("promptFeedback") or {}).get("blockReason")
         if blocked:
-            return _Turn(finish_reason="content_filter")
+            return _Candidate(finish_reason="content_filter")
         if strict:
             raise AttemptFailure("malformed", "chat answer has no candidates")
-        return _Turn()
+        return _Candidate()
     first = candidates[0] if isinstance(candidates[0], dict) else {}
     parts = [p for p in (first.get("content") or {}).get("parts") or [] if isinstance(p, dict)]
     texts = [(p.get("thought") is True, p["text"]) for p in parts if isinstance(p.get("text"), str)]
     reason = first.get("finishReason")
-    return _Turn(
+    return _Candidate(
         content="".join(text for thought, text in texts if not thought),
         reasoning="".join(text for thought, text in texts if thought),
         finish_reason=_FINISH.get(reason, str(reason).lower()) if reason else None,
