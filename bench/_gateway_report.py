@@ -269,7 +269,15 @@ def _telemetry_lines(ctx: Context) -> list[str]:
     for row in ctx.rows:
         if row.db is not None:
             sizes = ", ".join(f"{b:,}" for b in row.db_bytes)
-            lines.append(f"Telemetry database size after each {row.name} round: {sizes} bytes.")
+            lines.append(
+                f"Telemetry database size after each {row.name} round (one file, cumulative): "
+                f"{sizes} bytes."
+            )
+            if any(row.db_bytes) and not all(row.db_bytes):
+                lines.append(
+                    "⚠ Telemetry wrote in some rounds only: the build changed during the run, "
+                    "so rounds measured different code; re-run."
+                )
             if not any(row.db_bytes):
                 lines.append(
                     "⚠ With telemetry on, `laneway serve` wrote nothing: the key is accepted "

@@ -60,7 +60,13 @@ def serve_gateway(
     """Serve ``settings`` on 127.0.0.1 and a free port until the block ends."""
     env = dict(environ or {})
     engine = Engine(settings, env, AiohttpTransport(), observers=observers)
-    gateway = Gateway(engine, env)
+    with serve_app(Gateway(engine, env)) as running:
+        yield running
+
+
+@contextmanager
+def serve_app(gateway: Gateway) -> Iterator[RunningGateway]:
+    """Serve a built ``gateway`` (lifespan included) until the block ends."""
     server = uvicorn.Server(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
     thread = threading.Thread(target=server.run, name="laneway-gateway", daemon=True)
     thread.start()
@@ -74,6 +80,7 @@ def serve_gateway(
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        assert not thread.is_alive(), "gateway did not stop"
 
 
 async def post(

@@ -110,3 +110,5 @@ def test_serve_exits_with_a_message_on_a_refused_bind(tmp_path, capsys) -> None:
     )
     assert serve.main(["--config", str(path), "--host", "0.0.0.0"]) == 2
     assert "refusing to listen on 0.0.0.0" in capsys.readouterr().err
+    assert serve.main(["--config", str(path), "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import selectors
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,10 @@ from typing import Any
 
 import orjson
 
-from laneway.cli import serve
+from laneway.cli import serve, spend
+from laneway.cli.demo import PNG_1X1, write_demo_config
 from laneway.server import Gateway
+from laneway.telemetry import SqliteTelemetryStore
 from tests.helpers import sim_url, unique_spec
 
 LANEWAY = str(Path(sys.executable).parent / "laneway")
@@ -26,12 +29,15 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 
 @contextmanager
-def laneway_serve(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], str, str]]:
-    """Run ``laneway serve ARGS``; yield the process, its URL and its banner."""
+def laneway_serve(
+    *args: str, env: Mapping[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str, str]]:
+    """Run ``laneway serve ARGS`` (in ``env``); yield the process, its URL and its banner."""
     proc = subprocess.Popen(
         [LANEWAY, "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         banner = read_banner(proc)
@@ -69,19 +75,33 @@ def call(url: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, 
         return response.status, orjson.loads(response.read())
 
 
-def test_demo_answers_and_stops_on_sigterm() -> None:
-    with laneway_serve("--demo") as (proc, url, banner):
+def test_demo_answers_and_stops_on_sigterm(tmp_path, capsys) -> None:
+    """The demo serves every lane kind, keeps its data in a temp folder, flushes it on exit."""
+    with laneway_serve("--demo", env={"TMPDIR": str(tmp_path)}) as (proc, url, banner):
         status, answer = call(
             url, "/v1/chat/completions", {"model": "demo-chat", "messages": HELLO}
         )
         assert status == 200 and answer["choices"][0]["message"]["content"].startswith("sim")
         status, answer = call(url, "/v1/embeddings", {"model": "demo-embed", "input": "hi"})
         assert len(answer["data"][0]["embedding"]) == 16
+        document = {"type": "image_url", "image_url": f"data:image/png;base64,{PNG_1X1}"}
+        status, answer = call(url, "/v1/ocr", {"model": "demo-ocr", "document": document})
+        assert status == 200 and answer["pages"][0]["markdown"].startswith("sim")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == -signal.SIGTERM
-    for lane in ("demo-chat", "demo-slow", "demo-flaky", "demo-embed"):
+    for lane in ("demo-chat", "demo-slow", "demo-flaky", "demo-embed", "demo-ocr"):
         assert lane in banner
     assert "curl -s" in banner
+    (folder,) = tmp_path.glob("laneway-demo-*")
+    assert f"laneway spend --config {folder / 'laneway.yaml'}" in banner
+    with sqlite3.connect(folder / "laneway.sqlite3") as conn:
+        lanes = sorted(lane for (lane,) in conn.execute("SELECT lane FROM calls"))
+    conn.close()
+    assert lanes == ["demo-chat", "demo-embed", "demo-ocr"]
+    assert spend.main(["--config", str(folder / "laneway.yaml")]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    costs = [(row[0], row[6][:2]) for row in rows]  # every call priced (demo prices)
+    assert [lane for lane, cost in costs if cost in ("$0", "<$")] == lanes
 
 
 def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
@@ -110,14 +130,25 @@ def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
         assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
-def test_worker_factory_builds_from_the_environment(tmp_path, monkeypatch) -> None:
+def test_worker_factory_builds_from_the_config_file_named(tmp_path, monkeypatch) -> None:
     config = tmp_path / "laneway.yaml"
     config.write_text(
         "lanes:\n  a:\n    sources:\n      - {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
     )
     monkeypatch.setenv(serve.CONFIG_ENV, str(config))
-    monkeypatch.delenv(serve.DEMO_SIM_ENV, raising=False)
     gateway = serve.worker_app()
     assert isinstance(gateway, Gateway) and list(gateway.engine.lanes) == ["a"]
-    monkeypatch.setenv(serve.DEMO_SIM_ENV, "http://127.0.0.1:9")
+    assert gateway.metrics is not None and gateway.telemetry is not None
+    store = gateway.telemetry.store
+    assert isinstance(store, SqliteTelemetryStore) and store.path == tmp_path / "laneway.sqlite3"
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    monkeypatch.setenv(serve.CONFIG_ENV, str(write_demo_config("http://127.0.0.1:9", demo)))
     assert "demo-chat" in serve.worker_app().engine.lanes
+
+
+def test_usage_errors_exit_before_serving(tmp_path, capsys) -> None:
+    assert serve.main(["--demo", "--config", "laneway.yaml"]) == 2
+    assert "--demo brings its own lanes" in capsys.readouterr().err
+    assert serve.main(["--config", str(tmp_path / "missing.yaml")]) == 1
+    assert "cannot read" in capsys.readouterr().err

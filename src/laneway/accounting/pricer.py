@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
-
-from genai_prices import Usage as CatalogueUsage
-from genai_prices import calc_price
-from genai_prices.types import ModelInfo, ModelPrice
+from typing import TYPE_CHECKING, Protocol
 
 from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
 from laneway.core.records import CallRecord
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelInfo
 
 
 class PriceSpec(Protocol):
@@ -65,6 +64,8 @@ class CataloguePrice:
 
     def rate(self, when: float) -> Rate | None:
         """The rate in force at Unix time ``when``."""
+        from genai_prices.types import ModelPrice
+
         prices = self.model.prices
         if not isinstance(prices, ModelPrice):
             prices = self.model.get_prices(datetime.fromtimestamp(when, UTC))
@@ -127,20 +128,21 @@ def price_entry(source: SourceSpec) -> PriceEntry | None:
     own = source.price
     if own is not None:
         return FixedPrice(override_rate(own.input, own.output, own.cached_input))
+    from genai_prices import Usage as CatalogueUsage
+    from genai_prices import calc_price
+
+    probe = CatalogueUsage(input_tokens=1)
     for vendor, url, ref in _catalogue_keys(source.model, source.base_url):
         try:
             found = (
-                calc_price(_PROBE, ref, provider_api_url=url)
+                calc_price(probe, ref, provider_api_url=url)
                 if url is not None
-                else calc_price(_PROBE, ref, provider_id=vendor)
+                else calc_price(probe, ref, provider_id=vendor)
             )
         except LookupError:
             continue
         return CataloguePrice(found.model, f"genai-prices {found.provider.id}/{found.model.id}")
     return None
-
-
-_PROBE = CatalogueUsage(input_tokens=1)
 
 
 def _catalogue_keys(model: str, base_url: str) -> Iterator[tuple[str | None, str | None, str]]:

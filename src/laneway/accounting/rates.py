@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from genai_prices.types import ModelPrice, TieredPrices
+if TYPE_CHECKING:
+    from genai_prices.types import ModelPrice
+
 
 PER_MILLION = 1_000_000
 
@@ -85,6 +87,8 @@ def catalogue_rate(price: ModelPrice, origin: str) -> Rate | None:
 
 
 def _tiered(value: Any) -> Tiered | None:
+    from genai_prices.types import TieredPrices
+
     if isinstance(value, Decimal):
         return Tiered(float(value))
     if isinstance(value, TieredPrices):

@@ -3,50 +3,70 @@
 The demo needs no keys and no network: its lanes (``demo.yaml`` beside this
 module) point at a ``laneway sim`` started on a free loopback port, so curl
 and the OpenAI SDK work against ``laneway serve --demo`` in the first minute.
+
+The config is written, with the simulator's URL filled in, to a new private
+folder under the system's temporary directory, and served from there like
+any config file. Everything the demo keeps lands in that folder, never in
+the working directory: telemetry (``laneway.sqlite3``) and the response
+cache (``laneway-cache.sqlite3``). The folder stays after the demo stops, so
+``laneway spend --config <folder>/laneway.yaml`` works during and after it.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import tempfile
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
-from laneway.config.load import parse_config
-from laneway.config.models import LanewayConfig
-
 DEMO_FILE = files("laneway.cli") / "demo.yaml"
+CONFIG_NAME = "laneway.yaml"
+PNG_1X1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+"""A one-pixel PNG: the simulator reads any image, so the OCR example stays short."""
 
 
-def demo_config(sim_url: str) -> tuple[LanewayConfig, dict[str, str]]:
-    """The demo lanes pointed at the simulator at ``sim_url``, with the process environment."""
+def write_demo_config(sim_url: str, folder: Path | None = None) -> Path:
+    """Write the demo config, lanes pointed at ``sim_url``, into ``folder``; return its path.
+
+    Without ``folder`` a new private one is made (``laneway-demo-*`` under the
+    temporary directory).
+    """
+    where = Path(tempfile.mkdtemp(prefix="laneway-demo-")) if folder is None else folder
+    path = where / CONFIG_NAME
     text = DEMO_FILE.read_text(encoding="utf-8").replace("{sim}", sim_url)
-    return parse_config(text, origin=str(DEMO_FILE)), dict(os.environ)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
-def demo_examples(url: str) -> str:
-    """Commands to try against a demo gateway at ``url``."""
+def demo_examples(url: str, config: Path) -> str:
+    """Commands to try against a demo gateway at ``url`` serving ``config``."""
     hi = [{"role": "user", "content": "hi"}]
     sdk = (
         f'c = OpenAI(base_url="{url}/v1", api_key="demo"); '
         'print(c.chat.completions.create(model="demo-chat", '
         'messages=[{"role": "user", "content": "hi"}]).choices[0].message.content)'
     )
+    document = {"type": "image_url", "image_url": f"data:image/png;base64,{PNG_1X1}"}
+    chat = "/v1/chat/completions"
     return "\n".join(
         [
             "try:",
-            _curl(url, "/v1/chat/completions", {"model": "demo-chat", "messages": hi}),
-            _curl(
-                url,
-                "/v1/chat/completions",
-                {"model": "demo-chat", "stream": True, "messages": hi},
-                "N",
-            ),
-            _curl(url, "/v1/chat/completions", {"model": "demo-flaky", "messages": hi}, "i"),
-            _curl(url, "/v1/chat/completions", {"model": "demo-slow", "messages": hi}, "i"),
+            _curl(url, chat, {"model": "demo-chat", "messages": hi}),
+            _curl(url, chat, {"model": "demo-chat", "stream": True, "messages": hi}, "N"),
+            _curl(url, chat, {"model": "demo-chat", "temperature": 0, "messages": hi}, "i")
+            + "   # twice: X-Laneway-Cache: miss, then hit",
+            _curl(url, chat, {"model": "demo-flaky", "messages": hi}, "i"),
+            _curl(url, chat, {"model": "demo-slow", "messages": hi}, "i"),
             _curl(url, "/v1/embeddings", {"model": "demo-embed", "input": "hello"}),
+            _curl(url, "/v1/ocr", {"model": "demo-ocr", "document": document}),
             f"  curl -s {url}/readyz",
+            f"  curl -s {url}/metrics | grep laneway_requests",
             f"  python -c 'from openai import OpenAI; {sdk}'",
+            f"  laneway spend --config {config}   # telemetry is flushed every second",
         ]
     )
 

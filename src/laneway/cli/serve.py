@@ -1,10 +1,12 @@
 """``laneway serve``: compose transport, engine and gateway, and serve them.
 
 The composition root of the gateway process: only here are the aiohttp
-transport, the ``Engine`` and the ``Gateway`` put together. With
-``--workers N`` each uvicorn worker builds its own from the environment
-(``worker_app``), since engines and their connection pools cannot cross
-processes.
+transport, pricing, telemetry, metrics, the cache, the ``Engine`` and the
+``Gateway`` put together (``build_gateway``). Paths in the config (the
+telemetry SQLite file, the cache) are relative to the config file's folder.
+With ``--workers N`` each uvicorn worker builds its own from the config file
+the environment names (``worker_app``), since engines, connection pools and
+telemetry writers cannot cross processes.
 """
 
 from __future__ import annotations
@@ -15,26 +17,30 @@ import os
 import socket
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from laneway.cli.demo import DEMO_FILE, demo_config, demo_examples
+from laneway.accounting.pricer import Pricer
+from laneway.cache import open_cache
+from laneway.cli.demo import DEMO_FILE, demo_examples, write_demo_config
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
+from laneway.core.records import CallObserver
 from laneway.core.units import format_duration
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
+from laneway.metrics import Metrics
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
 from laneway.sim import start_in_thread
+from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
 
 DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
-"""The config path, for workers (set by ``laneway serve --workers``)."""
-DEMO_SIM_ENV = "LANEWAY_SERVE_DEMO_SIM"
-"""The demo simulator's URL, for workers of ``laneway serve --demo --workers``."""
+"""The config file's absolute path, for workers (set by ``laneway serve --workers``)."""
 WORKER_FACTORY = "laneway.cli.serve:worker_app"
 
 
@@ -45,10 +51,10 @@ def main(argv: Sequence[str]) -> int:
         print("error: --demo brings its own lanes; drop --config", file=sys.stderr)
         return 2
     if not args.demo:
-        return serve(args, None)
+        return serve(args, Path(args.config or DEFAULT_CONFIG))
     sim = start_in_thread(port=0)
     try:
-        return serve(args, sim.base_url)
+        return serve(args, write_demo_config(sim.base_url), demo=True)
     finally:
         sim.stop()
 
@@ -71,10 +77,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def serve(args: argparse.Namespace, sim_url: str | None) -> int:
-    """Load the lanes, check the bind, print what will run, and serve until stopped."""
+def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
+    """Load the config at ``path``, check the bind, print what will run, serve until stopped."""
     try:
-        config, environ = _load(args.config, sim_url)
+        config, environ = load_config(path)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -86,16 +92,18 @@ def serve(args: argparse.Namespace, sim_url: str | None) -> int:
         return 2
     app: Gateway | str = WORKER_FACTORY
     if args.workers > 1:
-        _hand_to_workers(args.config, sim_url)
+        os.environ[CONFIG_ENV] = str(path.absolute())  # workers inherit the environment
     else:
-        app = build_gateway(config, environ)
+        app = build_gateway(config, environ, config_dir(path))
     settings = uvicorn_config(
         app, host=host, port=port, drain_timeout=config.server.drain_timeout, workers=args.workers
     )
     sock = settings.bind_socket()
     sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
     url = _url(host, sock.getsockname()[1])
-    print(banner(config, environ, url, args.workers, demo=sim_url is not None), flush=True)
+    where = config_dir(path)
+    text = banner(config, environ, url, args.workers, where, demo=path if demo else None)
+    print(text, flush=True)
     _run(settings, sock)
     return 0
 
@@ -118,14 +126,34 @@ def _run(settings: uvicorn.Config, sock: socket.socket) -> None:
 
 
 def worker_app() -> Gateway:
-    """Build one worker's gateway from the environment ``laneway serve`` prepared."""
-    config, environ = _load(os.environ.get(CONFIG_ENV), os.environ.get(DEMO_SIM_ENV))
-    return build_gateway(config, environ)
+    """Build one worker's gateway from the config file ``laneway serve`` named."""
+    path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+    config, environ = load_config(path)
+    return build_gateway(config, environ, config_dir(path))
 
 
-def build_gateway(config: LanewayConfig, environ: Mapping[str, str]) -> Gateway:
-    """An engine over a pooled aiohttp transport, and the gateway serving it."""
-    return Gateway(Engine(config, environ, AiohttpTransport()), environ)
+def build_gateway(config: LanewayConfig, environ: Mapping[str, str], base_dir: Path) -> Gateway:
+    """The gateway over an engine with pricing, telemetry, metrics and the cache wired in.
+
+    ``base_dir`` is the config file's folder: relative telemetry and cache
+    paths start there. The telemetry writer (``None`` when ``telemetry.url``
+    is off) is started and flushed by the gateway's lifespan.
+    """
+    pricer = Pricer.for_lanes(config.lanes)
+    writer = writer_for(config.telemetry, base_dir, pricer.cost)
+    metrics = Metrics(pricer.cost)
+    observers: list[CallObserver] = [metrics]
+    if writer is not None:
+        metrics.watch_queue(writer)
+        observers.append(writer)
+    cache = open_cache(config.cache.url, base_dir)
+    engine = Engine(config, environ, AiohttpTransport(), observers=observers, cache=cache)
+    return Gateway(engine, environ, metrics=metrics, telemetry=writer)
+
+
+def config_dir(path: Path) -> Path:
+    """The folder of the config file at ``path`` (absolute; symlinks not followed)."""
+    return path.absolute().parent
 
 
 def bind_refusal(host: str, *, keyed: bool, insecure: bool) -> str | None:
@@ -150,9 +178,18 @@ def is_loopback(host: str) -> bool:
 
 
 def banner(
-    config: LanewayConfig, environ: Mapping[str, str], url: str, workers: int, *, demo: bool
+    config: LanewayConfig,
+    environ: Mapping[str, str],
+    url: str,
+    workers: int,
+    base_dir: Path,
+    *,
+    demo: Path | None = None,
 ) -> str:
-    """What ``laneway serve`` prints at start: the URL, each lane's readiness, and keys."""
+    """What ``laneway serve`` prints at start: URL, lanes' readiness, keys, where data goes.
+
+    ``demo`` is the path of the written demo config, when serving the demo.
+    """
     keys = KeyRing(config.server.keys, list(config.lanes), environ)
     states = lane_states({n: build_lane(n, lane, environ) for n, lane in config.lanes.items()})
     access = "open (no server.keys; loopback only)" if keys.open else "bearer keys"
@@ -163,26 +200,25 @@ def banner(
         lines.append(f"  {state.name.ljust(width)}  {state.kind:5}  {status}")
         lines.extend(f"      {problem}" for problem in state.problems)
     lines.extend(f"warning: {problem}" for problem in keys.problems)
-    if demo:
-        lines.append(f"demo lanes from {DEMO_FILE}")
-        lines.append(demo_examples(url))
+    lines.append(f"telemetry: {describe_telemetry(config.telemetry.url, base_dir)}")
+    scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
+    lines.append(f"metrics: {url}/metrics ({scrape})")
+    if demo is not None:
+        lines.append(f"demo lanes from {DEMO_FILE}, written to {demo}")
+        lines.append(demo_examples(url, demo))
     drain = format_duration(config.server.drain_timeout)
     lines.append(f"ready; Ctrl+C stops, SIGTERM drains calls in flight (up to {drain})")
     return "\n".join(lines)
 
 
-def _load(path: str | None, sim_url: str | None) -> tuple[LanewayConfig, Mapping[str, str]]:
-    if sim_url is not None:
-        return demo_config(sim_url)
-    return load_config(path or DEFAULT_CONFIG)
-
-
-def _hand_to_workers(path: str | None, sim_url: str | None) -> None:
-    """Tell the worker processes (which inherit the environment) what to load."""
-    if sim_url is not None:
-        os.environ[DEMO_SIM_ENV] = sim_url
-    else:
-        os.environ[CONFIG_ENV] = os.path.abspath(path or DEFAULT_CONFIG)
+def describe_telemetry(url: str, base_dir: Path) -> str:
+    """Where call records go: the SQLite file, PostgreSQL (no credentials shown), or off."""
+    store = store_for_url(url, base_dir)
+    if store is None:
+        return "off (telemetry.url: none)"
+    if isinstance(store, SqliteTelemetryStore):
+        return str(store.path)
+    return "PostgreSQL (telemetry.url)"
 
 
 def _url(host: str, port: int) -> str:

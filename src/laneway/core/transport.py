@@ -31,7 +31,7 @@ class HttpRequest:
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """A complete upstream answer. Header names are lower-case."""
+    """A complete upstream answer. Headers are looked up by lower-case name."""
 
     status: int
     headers: Mapping[str, str]

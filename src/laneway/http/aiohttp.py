@@ -56,7 +56,7 @@ class AiohttpStream:
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self.status = response.status
-        self.headers: Mapping[str, str] = {k.lower(): v for k, v in response.headers.items()}
+        self.headers: Mapping[str, str] = response.headers
         self._response = response
 
     async def lines(self) -> AsyncIterator[bytes]:
@@ -99,11 +99,10 @@ class AiohttpTransport:
         """Send and read the whole answer; connect and body failures are classified."""
         try:
             async with self._client().request(
-                request.method, request.url, data=request.body, headers=dict(request.headers)
+                request.method, request.url, data=request.body, headers=request.headers
             ) as response:
                 body = await _read_body(response, request.max_bytes)
-                headers = {k.lower(): v for k, v in response.headers.items()}
-                return HttpResponse(response.status, headers, body)
+                return HttpResponse(response.status, response.headers, body)
         except aiohttp.ClientPayloadError as exc:
             raise AttemptFailure("cut", f"answer broken off: {exc}") from None
         except _CONNECT_ERRORS as exc:
@@ -114,7 +113,7 @@ class AiohttpTransport:
         """Open a streaming answer; the connection is released on exit."""
         try:
             response = await self._client().request(
-                request.method, request.url, data=request.body, headers=dict(request.headers)
+                request.method, request.url, data=request.body, headers=request.headers
             )
         except _CONNECT_ERRORS as exc:
             raise AttemptFailure("connect", f"cannot reach upstream: {exc}") from None

@@ -4,19 +4,42 @@ A raw ASGI callable, so a request costs one route lookup, one header dict,
 one JSON parse and hand-written field checks before the engine call; every
 per-lane and per-key answer that does not change (model lists, readiness) is
 rendered once, at construction. The ``model`` of a request names the lane.
+
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``POST
+/v1/ocr`` (Mistral's OCR shape, on ``kind: ocr`` lanes), ``GET /v1/models``,
+``GET /healthz``, ``GET /readyz`` and, when the gateway was given ``Metrics``,
+``GET /metrics``. Answers to calls carry ``X-Laneway-Lane``, ``-Source``,
+``-Attempts``, ``-Cache`` (``hit``, ``miss``, ``bypass``) and, when not
+streamed, ``-Usage`` (``provider``, ``estimated``, ``none``; see ``render``).
+
+``GET /metrics`` (Prometheus text) is guarded like ``/v1``: open when no
+``server.keys`` are configured (``laneway serve`` then binds loopback only),
+otherwise it takes a bearer key. The figures cover every lane, so a key
+limited to some lanes is refused (403); a key for all lanes may scrape, and
+so may a key with ``lanes: []``, which can call nothing: that is the
+scrape-only credential to give Prometheus. Health and readiness stay open.
+Each process counts its own calls: under ``laneway serve --workers N`` a
+scrape reaches one worker and reports that worker's figures only.
+
+The lifespan starts the telemetry writer inside the server's loop and, at
+shutdown (after uvicorn drained the calls in flight), flushes it for at most
+``TELEMETRY_FLUSH_TIMEOUT`` seconds before the engine closes.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from laneway.core.errors import LanewayError, UnknownLane
 from laneway.core.records import CallMeta
 from laneway.engine.gateway import Engine
+from laneway.engine.ocr_mistral import parse_ocr_request
+from laneway.metrics import Metrics, render_metrics
 from laneway.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -38,11 +61,19 @@ from laneway.server.parse import (
     json_object,
     lane_name,
 )
-from laneway.server.render import embeddings_body
+from laneway.server.render import answer_headers, chat_body, embeddings_body, ocr_body
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
+if TYPE_CHECKING:
+    from laneway.telemetry import TelemetryWriter
+
+TELEMETRY_FLUSH_TIMEOUT = 5.0
+"""Seconds the shutdown waits for queued telemetry; records still queued are dropped."""
+
 _NO_CALL = call_headers("", None, 0)
+
+log = logging.getLogger("laneway.server")
 
 
 @dataclass(slots=True)
@@ -59,27 +90,42 @@ Handler = Callable[[Exchange], Awaitable[None]]
 
 
 class Gateway:
-    """Serves ``/v1/chat/completions``, ``/v1/embeddings``, ``/v1/models``, health.
+    """Serves the endpoints of the module doc over ``engine``.
 
+    ``metrics`` (also an observer of ``engine``) enables ``GET /metrics``;
+    ``telemetry`` (also an observer) is started and flushed by the lifespan.
     ``in_flight`` counts engine calls running now (``GET /healthz`` reports it).
     """
 
-    def __init__(self, engine: Engine, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        environ: Mapping[str, str],
+        *,
+        metrics: Metrics | None = None,
+        telemetry: TelemetryWriter | None = None,
+    ) -> None:
         server = engine.config.server
         self.engine = engine
+        self.metrics = metrics
+        self.telemetry = telemetry
         self.in_flight = 0
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ)
         self.states = lane_states(engine.lanes)
         self._ready = readiness_body(self.states, self.keys.problems)
+        self._all_lanes = frozenset(engine.lanes)
         self._routes: dict[str, tuple[str, Handler]] = {
             "/v1/chat/completions": ("POST", self._chat),
             "/v1/embeddings": ("POST", self._embed),
+            "/v1/ocr": ("POST", self._ocr),
             "/v1/models": ("GET", self._models),
             "/healthz": ("GET", self._healthz),
             "/readyz": ("GET", self._readyz),
         }
+        if metrics is not None:
+            self._routes["/metrics"] = ("GET", self._metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point: HTTP requests and the lifespan protocol."""
@@ -109,15 +155,32 @@ class Gateway:
         return handler
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """Start at once; on shutdown (after uvicorn drained) release the engine."""
+        """Start the telemetry writer; at shutdown flush it (bounded), then close the engine."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if self.telemetry is not None:
+                    self.telemetry.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.engine.aclose()
+                try:
+                    await self._flush_telemetry()
+                finally:
+                    await self.engine.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _flush_telemetry(self) -> None:
+        if self.telemetry is None:
+            return
+        stats = await self.telemetry.aclose(TELEMETRY_FLUSH_TIMEOUT)
+        if stats.dropped or stats.failed:
+            log.warning(
+                "telemetry at shutdown: %d rows written, %d dropped, %d lost to failed writes",
+                stats.written,
+                stats.dropped,
+                stats.failed,
+            )
 
     async def _chat(self, ex: Exchange) -> None:
         caller = self.keys.caller(ex.headers.get(b"authorization"))
@@ -135,8 +198,10 @@ class Gateway:
                 result = await self.engine.chat(lane, call.request, deadline=deadline, meta=meta)
         finally:
             self.in_flight -= 1
-        headers = call_headers(lane, result.source, len(result.attempts))
-        await send_reply(ex.send, Reply(200, orjson.dumps(result.raw), headers))
+        headers = answer_headers(
+            lane, result.source, len(result.attempts), result.cache, result.usage
+        )
+        await send_reply(ex.send, Reply(200, chat_body(result), headers))
 
     async def _stream(
         self, ex: Exchange, lane: str, call: ChatCall, deadline: float | None, meta: CallMeta
@@ -163,12 +228,48 @@ class Gateway:
                 )
         finally:
             self.in_flight -= 1
-        headers = call_headers(lane, result.source, len(result.attempts))
+        headers = answer_headers(
+            lane, result.source, len(result.attempts), result.cache, result.usage
+        )
         await send_reply(ex.send, Reply(200, embeddings_body(result, call.base64), headers))
+
+    async def _ocr(self, ex: Exchange) -> None:
+        """Mistral's ``POST /v1/ocr``: one image or PDF page, sent as a ``data:`` URL."""
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        data = await self._json(ex)
+        lane = self._lane(caller, data, ex)
+        call = parse_ocr_request(data)
+        deadline = caller_deadline(ex.headers, self._margin, streaming=False)
+        self.in_flight += 1
+        try:
+            with DisconnectWatch(ex.receive):
+                result = await self.engine.ocr(
+                    lane,
+                    call.document,
+                    mime_type=call.mime_type,
+                    deadline=deadline,
+                    meta=_meta(caller, ex),
+                )
+        finally:
+            self.in_flight -= 1
+        headers = answer_headers(
+            lane, result.source, len(result.attempts), result.cache, result.usage
+        )
+        await send_reply(ex.send, Reply(200, ocr_body(result, len(call.document)), headers))
 
     async def _models(self, ex: Exchange) -> None:
         caller = self.keys.caller(ex.headers.get(b"authorization"))
         await send_reply(ex.send, Reply(200, caller.models_body, _NO_CALL))
+
+    async def _metrics(self, ex: Exchange) -> None:
+        """Prometheus exposition of every lane (who may scrape: see the module doc)."""
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        if not self.keys.open and caller.allowed and caller.allowed != self._all_lanes:
+            message = "the metrics cover every lane; this key may use only some of them"
+            raise Refused(403, "permission_denied", message)
+        assert self.metrics is not None
+        body, content_type = render_metrics(self.metrics)
+        await send_reply(ex.send, Reply(200, body, [], content_type.encode()))
 
     async def _healthz(self, ex: Exchange) -> None:
         body = orjson.dumps({"status": "ok", "in_flight": self.in_flight})

@@ -17,7 +17,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
-JSON_TYPE = (b"content-type", b"application/json")
+JSON = b"application/json"
 
 
 class ClientGone(Exception):
@@ -30,11 +30,12 @@ class BodyTooLarge(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A complete JSON answer: status, body and the headers beyond the content ones."""
+    """A complete answer: status, body and the headers beyond the content ones."""
 
     status: int
     body: bytes
     headers: Headers
+    content_type: bytes = JSON
 
 
 async def read_body(receive: Receive, limit: int) -> bytes:
@@ -65,13 +66,14 @@ async def read_body(receive: Receive, limit: int) -> bytes:
 
 
 async def send_reply(send: Send, reply: Reply) -> None:
-    """Send ``reply`` as one JSON response."""
+    """Send ``reply`` as one response (JSON unless it names another content type)."""
     length = (b"content-length", str(len(reply.body)).encode())
+    content_type = (b"content-type", reply.content_type)
     await send(
         {
             "type": "http.response.start",
             "status": reply.status,
-            "headers": [*reply.headers, JSON_TYPE, length],
+            "headers": [*reply.headers, content_type, length],
         }
     )
     await send({"type": "http.response.body", "body": reply.body})

@@ -5,6 +5,8 @@ attempts, deadline_ms, elapsed_ms}}``, so an OpenAI SDK reads it as usual and
 an operator sees which attempts were made and why each ended. Statuses follow
 whose fault it was: the caller's (4xx), the upstream's own rejection (its
 status, its body), or the gateway's verdict on the upstream (502, 503, 504).
+An upstream answer over the lane's ``max_response_bytes`` is a 502 with code
+``response_too_large`` whose message names the limit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from laneway.core.errors import (
     LanewayError,
     PushbackRefused,
     RequestInvalid,
+    ResponseTooLarge,
     Stalled,
     UnknownLane,
     UpstreamFailed,
@@ -134,6 +137,8 @@ def _call_status(exc: CallFailed) -> int:
         return exc.status if exc.status in _PUSHBACK_STATUSES else 503
     if isinstance(exc, UpstreamRejected):
         return 502 if exc.status in _UPSTREAM_AUTH_STATUSES else exc.status or 400
+    if isinstance(exc, ResponseTooLarge):
+        return 502  # the upstream answered, too much: the message names max_response_bytes
     if isinstance(exc, UpstreamFailed) and last is not None:
         if last.status is not None and last.outcome == str(last.status):
             return last.status

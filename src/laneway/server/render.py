@@ -1,4 +1,12 @@
-"""Rendering engine results in OpenAI's answer shapes."""
+"""Rendering engine results in OpenAI's (and Mistral's) answer shapes.
+
+Usage in a body is what the call's ``Usage`` knows, never more: the
+upstream's own figures, or an estimate on a lane with
+``estimate_missing_usage``; when neither exists the body has no ``usage`` at
+all, not zeros and not nulls. ``X-Laneway-Usage`` (``provider``,
+``estimated``, ``none``) says whose figures they are, since OpenAI's shape
+cannot. On a response-cache hit the usage is that of the call first made.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,44 @@ from typing import Any
 
 import orjson
 
-from laneway.core.types import EmbeddingResponse
+from laneway.core.types import CacheStatus, EmbeddingResponse, LLMResponse, OCRResponse, Usage
+from laneway.engine.ocr_mistral import ocr_response_body
+from laneway.providers.base import openai_usage_dict
+from laneway.server.asgi import Headers
+from laneway.server.errors import call_headers
+
+
+def answer_headers(
+    lane: str,
+    source: str | None,
+    attempts: int,
+    cache: CacheStatus,
+    usage: Usage | None,
+) -> Headers:
+    """``call_headers`` plus ``X-Laneway-Cache``, and ``X-Laneway-Usage`` when known.
+
+    A stream's head goes out before its usage exists, so streams pass
+    ``usage=None`` and send no ``X-Laneway-Usage``.
+    """
+    headers = [*call_headers(lane, source, attempts), (b"x-laneway-cache", cache.encode())]
+    if usage is not None:
+        headers.append((b"x-laneway-usage", usage.source.encode()))
+    return headers
+
+
+def chat_body(result: LLMResponse) -> bytes:
+    """The ``/v1/chat/completions`` answer: the upstream's, usage as the call knows it.
+
+    Upstream figures stay as the upstream sent them (details included); an
+    estimate is written in OpenAI's shape; a ``usage: null`` goes.
+    """
+    raw = result.raw
+    usage = result.usage
+    if usage.source == "estimated" or ("usage" in raw and raw["usage"] is None):
+        raw = {k: v for k, v in raw.items() if k != "usage"}
+        if usage.source == "estimated":
+            raw["usage"] = openai_usage_dict(usage)
+    return orjson.dumps(raw)
 
 
 def embeddings_body(result: EmbeddingResponse, packed: bool) -> bytes:
@@ -16,7 +61,8 @@ def embeddings_body(result: EmbeddingResponse, packed: bool) -> bytes:
 
     The OpenAI SDKs ask for base64 unless told otherwise and unpack it
     themselves, so the engine always fetches floats (to check their length)
-    and the gateway packs them here. Unknown usage figures stay ``null``.
+    and the gateway packs them here. Unknown usage is left out; unknown
+    figures of known usage stay ``null``.
     """
     data: list[dict[str, Any]] = [
         {
@@ -26,8 +72,19 @@ def embeddings_body(result: EmbeddingResponse, packed: bool) -> bytes:
         }
         for index, vector in enumerate(result.vectors)
     ]
-    usage = {"prompt_tokens": result.usage.prompt_tokens, "total_tokens": result.usage.total_tokens}
-    return orjson.dumps({"object": "list", "data": data, "model": result.model, "usage": usage})
+    body: dict[str, Any] = {"object": "list", "data": data, "model": result.model}
+    if result.usage.known:
+        usage = result.usage
+        body["usage"] = {"prompt_tokens": usage.prompt_tokens, "total_tokens": usage.total_tokens}
+    return orjson.dumps(body)
+
+
+def ocr_body(result: OCRResponse, document_bytes: int) -> bytes:
+    """The Mistral-shaped ``/v1/ocr`` answer, without ``usage`` when usage is unknown."""
+    body = ocr_response_body(result, document_bytes)
+    if not result.usage.known:
+        del body["usage"]
+    return orjson.dumps(body)
 
 
 def _packed(vector: list[float]) -> str:

@@ -5,6 +5,12 @@ engine may still retry, and a call that fails in that time gets a real HTTP
 error status. Once the head is out, a failure can only be told in-band, as a
 ``data: {"error": ...}`` event, and the stream ends without ``[DONE]`` so no
 client mistakes it for a complete answer.
+
+Streams are never cached (``X-Laneway-Cache: bypass``) and carry no
+``X-Laneway-Usage``: the head is sent before usage exists. A stream reports
+usage only in its final usage chunk, when the caller asked for one
+(``stream_options.include_usage``) and the upstream reported it; estimates
+are recorded in telemetry, never sent in a stream.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from laneway.core.errors import LanewayError
 from laneway.core.types import ChatChunk
 from laneway.engine.stream import ChatStream
 from laneway.server.asgi import Send
-from laneway.server.errors import call_headers, sse_error
+from laneway.server.errors import sse_error
+from laneway.server.render import answer_headers
 
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = [
@@ -38,7 +45,8 @@ async def forward_stream(stream: ChatStream, send: Send, include_usage: bool) ->
     """
     chunks = aiter(stream)
     first = await anext(chunks, None)
-    head = [*SSE_HEADERS, *call_headers(stream.lane.name, stream.source, len(stream.attempts))]
+    headers = answer_headers(stream.lane.name, stream.source, len(stream.attempts), "bypass", None)
+    head = [*SSE_HEADERS, *headers]
     await send({"type": "http.response.start", "status": 200, "headers": head})
     try:
         if first is not None:
