@@ -33,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.cli.probe import main as probe_main
 
         return probe_main(args[1:])
+    if args[:1] == ["simulate"]:
+        from laneway.cli.simulate import main as simulate_main
+
+        return simulate_main(args[1:])
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "check":
@@ -53,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
+    sub.add_parser("simulate", help="chaos scenarios against the simulator (--help)")
     return parser
 
 

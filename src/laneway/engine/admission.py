@@ -215,7 +215,7 @@ class SourceAdmission:
         if quota is None:
             return Ask(source.name, ticket, probe=probe)
         tokens = quota.reservation(request_tokens)
-        return Ask(source.name, ticket, tokens, quota.rpm, quota.tpm, quota.window, probe)
+        return Ask(source.name, ticket, tokens, quota.rpm, quota.tpm, quota.held_for, probe)
 
     async def _reserve(self, lane: Lane, memory: LaneMemory, asks: list[Ask]) -> Admission:
         """One store round trip; concurrency slots are held across it so no pick overtakes."""

@@ -125,7 +125,7 @@ class CallLoop:
         request_tokens: int | None,
     ) -> CallOutcome[T]:
         while True:
-            admitted = await self._admitted(lane, state, request_tokens)
+            admitted = await self._admitted(lane, deadline, state, request_tokens)
             source, started = admitted.source, admitted.started
             state.in_flight = (source.name, started)
             try:
@@ -147,10 +147,22 @@ class CallLoop:
             total = self.clock.now() - state.start
             return CallOutcome(result, source, tuple(state.attempts), total, state.queue_wait)
 
-    async def _admitted(self, lane: Lane, state: CallState, request_tokens: int | None) -> Admitted:
-        """The next attempt's source, after waiting as long as admission says."""
+    async def _admitted(
+        self, lane: Lane, deadline: Deadline, state: CallState, request_tokens: int | None
+    ) -> Admitted:
+        """The next attempt's source, after waiting as long as admission says.
+
+        The deadline is checked after each pick as well as enforced by the
+        cancel scope: a library can swallow the scope's cancellation (Python
+        3.11's ``wait_for``, which redis-py awaits, returns a result that races
+        the cancel), and the call would then queue on past its deadline.
+        """
         while True:
             decision = await self.admission.pick(lane, state.sources, request_tokens)
+            if deadline.remaining(self.clock.now()) <= 0:
+                if isinstance(decision, Admitted):
+                    await self.admission.release(decision)
+                raise TimeoutError
             if isinstance(decision, Admitted):
                 state.waiting = None
                 return decision

@@ -1,0 +1,103 @@
+"""Outcomes as a table for the terminal, as cells for Markdown, and as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from laneway.chaos.runner import Outcome
+from laneway.chaos.targets import Target
+
+HEADER = (
+    "scenario",
+    "calls",
+    "success",
+    "429s/success",
+    "attempts/success",
+    "p50",
+    "p99",
+    "overruns",
+    "targets",
+)
+
+
+def cells(outcome: Outcome) -> list[str]:
+    """One row of figures: see ``HEADER``."""
+    s = outcome.scenario
+    name = f"{s.number} {s.key}"
+    m = outcome.metrics
+    if m is None:
+        return [name, *["-"] * 7, "not run"]
+    return [
+        name,
+        str(m.calls),
+        f"{m.success_rate:.1%}",
+        _ratio(m.throttled_per_ok),
+        _ratio(m.attempts_per_ok),
+        _seconds(m.p50),
+        _seconds(m.p99),
+        f"{m.overruns} (worst +{m.worst_overrun:.2f} s)" if m.overruns else "0",
+        verdict(outcome),
+    ]
+
+
+def verdict(outcome: Outcome) -> str:
+    """``met``, ``NOT met (k of n)`` or ``not run``."""
+    if outcome.metrics is None:
+        return "not run"
+    missed = sum(not t.met for t in outcome.targets)
+    return "met" if not missed else f"NOT met ({missed} of {len(outcome.targets)})"
+
+
+def describe(target: Target) -> str:
+    """``goal: measured -> met`` (or ``NOT met``)."""
+    return f"{target.goal}: {target.measured} -> {'met' if target.met else 'NOT met'}"
+
+
+def target_lines(outcome: Outcome) -> list[str]:
+    """The scenario's targets, then how its calls failed, then its notes, one per line."""
+    lines = [describe(t) for t in outcome.targets]
+    if outcome.metrics is not None and outcome.metrics.failures:
+        counts = ", ".join(f"{label} {count}" for label, count in outcome.metrics.failures)
+        lines.append(f"failed calls: {counts}")
+    return lines + outcome.notes
+
+
+def text_table(outcomes: Sequence[Outcome]) -> str:
+    """The figures as an aligned table, the targets below it."""
+    rows = [list(HEADER), *(cells(o) for o in outcomes)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += ["", "targets:"]
+    for outcome in outcomes:
+        s = outcome.scenario
+        lines += [f"  {s.number} {s.key}: {line}" for line in target_lines(outcome)]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def as_json(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Everything measured, for other tools (``bench/chaos_litellm.py`` reads it)."""
+    return [
+        {
+            "scenario": o.scenario.key,
+            "number": o.scenario.number,
+            "title": o.scenario.title,
+            "metrics": None if o.metrics is None else dataclasses.asdict(o.metrics),
+            "targets": [dataclasses.asdict(t) for t in o.targets],
+            "notes": o.notes,
+            "cells": cells(o),
+            "lines": target_lines(o),
+        }
+        for o in outcomes
+    ]
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isinf(value) else f"{value:.2f}"
+
+
+def _seconds(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f} s"
