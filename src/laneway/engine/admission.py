@@ -95,7 +95,9 @@ class SourceAdmission:
         """Admit a source for the next attempt, or say how long to wait, or why none will run."""
         now = self.clock.now()
         memory = lane.memory
-        if lane.stall.stalled(now, call.started, memory.last_progress()):
+        if lane.stall.after is not None and lane.stall.stalled(
+            now, call.started, memory.last_progress()
+        ):
             self.stats["stalled"] += 1
             after = format_duration(lane.stall.after or 0.0)
             return NoSource(f"nothing in the lane succeeded for stall_after {after}", True)
