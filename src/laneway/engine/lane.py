@@ -98,13 +98,16 @@ class Lane:
     health: HealthPolicy = field(default_factory=HealthPolicy)
     stall: StallWatch = field(default_factory=StallWatch)
     memory: LaneMemory = field(default_factory=LaneMemory)
+    problems: list[str] = field(init=False)
+    """Why the lane cannot run (empty when at least one source is ready).
 
-    @property
-    def problems(self) -> list[str]:
-        """Why the lane cannot run (empty when at least one source is ready)."""
-        if any(source.ready for source in self.sources):
-            return []
-        return [p for source in self.sources for p in source.problems]
+    Sources' readiness is settled when the lane is built (keys resolve once),
+    so it is computed once here rather than on every call.
+    """
+
+    def __post_init__(self) -> None:
+        ready = any(source.ready for source in self.sources)
+        self.problems = [] if ready else [p for s in self.sources for p in s.problems]
 
     @property
     def kind(self) -> str:

@@ -91,7 +91,6 @@ class AiohttpTransport:
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(total=None),
                 auto_decompress=True,
-                skip_auto_headers=("User-Agent",),
             )
         return self._session
 
