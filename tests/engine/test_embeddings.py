@@ -37,3 +37,10 @@ async def test_caller_cannot_override_a_pinned_dimension(sim) -> None:
     async with Laneway.from_settings(config, environ={}) as lw:
         with pytest.raises(RequestInvalid, match="dimensions"):
             await lw.embed("lane", ["a"], dimensions=8)
+
+
+async def test_encoded_vectors_are_refused_not_garbled(sim) -> None:
+    config = one_lane(sim, unique_spec("ok"), kind="embed", dimensions=16)
+    async with Laneway.from_settings(config, environ={}) as lw:
+        with pytest.raises(RequestInvalid, match="encoding_format"):
+            await lw.embed("lane", ["a"], encoding_format="base64")

@@ -202,8 +202,14 @@ class Engine:
         deadline: float | None = None,
         meta: CallMeta | None = None,
     ) -> EmbeddingResponse:
-        """Embed every input in batches (see ``laneway.engine.embedding``), in input order."""
+        """Embed every input in batches (see ``laneway.engine.embedding``), in input order.
+
+        Vectors are always asked for as floats: their lengths are checked against
+        the lane's pin, which an encoded string would hide.
+        """
         lane = self.lane(lane_name, "embed")
+        if request.params.get("encoding_format", "float") != "float":
+            raise RequestInvalid("encoding_format", "laneway returns float vectors only")
         return await embedding.embed(self, lane, request, self.deadline(lane, deadline), meta)
 
     async def ocr(
