@@ -24,12 +24,6 @@ def test_caller_deadline_tightens_lane_deadline() -> None:
     assert lane.earliest(None) is lane
 
 
-def test_attempt_bound_is_cut_to_time_left() -> None:
-    deadline = Deadline.after(0.0, 5.0)
-    assert deadline.attempt_bound(0.0, 2.0) == 2.0
-    assert deadline.attempt_bound(4.5, 2.0) == 0.5
-
-
 def test_retry_after_forms() -> None:
     clock = FakeClock()
     assert parse_retry_after({"retry-after": "2"}, clock.wall()) == 2.0

@@ -30,7 +30,3 @@ class Deadline:
         if other is None or self.at <= other.at:
             return self
         return other
-
-    def attempt_bound(self, now: float, attempt_timeout: float) -> float:
-        """An attempt's time budget: its own timeout, cut to the time left."""
-        return min(attempt_timeout, self.remaining(now))
