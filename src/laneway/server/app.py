@@ -28,8 +28,9 @@ shutdown (after uvicorn drained the calls in flight), flushes it for at most
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ import orjson
 
 from laneway.core.errors import LanewayError, UnknownLane
 from laneway.core.records import CallMeta
+from laneway.core.types import EmbeddingResponse, LLMResponse, OCRResponse
 from laneway.engine.gateway import Engine
 from laneway.engine.ocr_mistral import parse_ocr_request
 from laneway.metrics import Metrics, render_metrics
@@ -183,25 +185,17 @@ class Gateway:
             )
 
     async def _chat(self, ex: Exchange) -> None:
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
-        data = await self._json(ex)
-        lane = self._lane(caller, data, ex)
+        caller, data, lane = await self._request(ex)
         call = chat_call(data)
         deadline = caller_deadline(ex.headers, self._margin, streaming=call.stream)
         meta = _meta(caller, ex)
-        self.in_flight += 1
-        try:
-            if call.stream:
+        if call.stream:
+            with self._counted():
                 await self._stream(ex, lane, call, deadline, meta)
-                return
-            with DisconnectWatch(ex.receive):
-                result = await self.engine.chat(lane, call.request, deadline=deadline, meta=meta)
-        finally:
-            self.in_flight -= 1
-        headers = answer_headers(
-            lane, result.source, len(result.attempts), result.cache, result.usage
-        )
-        await send_reply(ex.send, Reply(200, chat_body(result), headers))
+            return
+        with self._running(ex):
+            result = await self.engine.chat(lane, call.request, deadline=deadline, meta=meta)
+        await self._reply(ex, lane, result, chat_body(result))
 
     async def _stream(
         self, ex: Exchange, lane: str, call: ChatCall, deadline: float | None, meta: CallMeta
@@ -215,47 +209,63 @@ class Gateway:
         await ex.send({"type": "http.response.body", "body": closing})
 
     async def _embed(self, ex: Exchange) -> None:
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
-        data = await self._json(ex)
-        lane = self._lane(caller, data, ex)
+        caller, data, lane = await self._request(ex)
         call = embed_call(data)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
-        self.in_flight += 1
-        try:
-            with DisconnectWatch(ex.receive):
-                result = await self.engine.embed(
-                    lane, call.request, deadline=deadline, meta=_meta(caller, ex)
-                )
-        finally:
-            self.in_flight -= 1
-        headers = answer_headers(
-            lane, result.source, len(result.attempts), result.cache, result.usage
-        )
-        await send_reply(ex.send, Reply(200, embeddings_body(result, call.base64), headers))
+        with self._running(ex):
+            result = await self.engine.embed(
+                lane, call.request, deadline=deadline, meta=_meta(caller, ex)
+            )
+        await self._reply(ex, lane, result, embeddings_body(result, call.base64))
 
     async def _ocr(self, ex: Exchange) -> None:
         """Mistral's ``POST /v1/ocr``: one image or PDF page, sent as a ``data:`` URL."""
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
-        data = await self._json(ex)
-        lane = self._lane(caller, data, ex)
+        caller, data, lane = await self._request(ex)
         call = parse_ocr_request(data)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
+        with self._running(ex):
+            result = await self.engine.ocr(
+                lane,
+                call.document,
+                mime_type=call.mime_type,
+                deadline=deadline,
+                meta=_meta(caller, ex),
+            )
+        await self._reply(ex, lane, result, ocr_body(result, len(call.document)))
+
+    async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:
+        """The caller, the JSON body and the lane it names (checked against the key)."""
+        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        data = await self._json(ex)
+        return caller, data, self._lane(caller, data, ex)
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count a call in flight (``/healthz`` reports it; SIGTERM drains it)."""
         self.in_flight += 1
         try:
-            with DisconnectWatch(ex.receive):
-                result = await self.engine.ocr(
-                    lane,
-                    call.document,
-                    mime_type=call.mime_type,
-                    deadline=deadline,
-                    meta=_meta(caller, ex),
-                )
+            yield
         finally:
             self.in_flight -= 1
+
+    @contextlib.contextmanager
+    def _running(self, ex: Exchange) -> Iterator[None]:
+        """Count the call and cancel it the moment its client disconnects."""
+        with self._counted(), DisconnectWatch(ex.receive):
+            yield
+
+    async def _reply(
+        self,
+        ex: Exchange,
+        lane: str,
+        result: LLMResponse | EmbeddingResponse | OCRResponse,
+        body: bytes,
+    ) -> None:
+        """A 200 answer with the headers every call carries."""
         headers = answer_headers(
             lane, result.source, len(result.attempts), result.cache, result.usage
         )
-        await send_reply(ex.send, Reply(200, ocr_body(result, len(call.document)), headers))
+        await send_reply(ex.send, Reply(200, body, headers))
 
     async def _models(self, ex: Exchange) -> None:
         caller = self.keys.caller(ex.headers.get(b"authorization"))
