@@ -63,6 +63,7 @@ from laneway.server.parse import (
     json_object,
     lane_name,
 )
+from laneway.server.protocol import DEPARTURE, Departure
 from laneway.server.render import answer_headers, chat_body, embeddings_body, ocr_body
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
@@ -85,6 +86,7 @@ class Exchange:
     receive: Receive
     send: Send
     headers: dict[bytes, bytes]
+    departure: Departure | None
     lane: str = ""
 
 
@@ -137,7 +139,7 @@ class Gateway:
             await self._lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        exchange = Exchange(receive, send, dict(scope["headers"]))
+        exchange = Exchange(receive, send, dict(scope["headers"]), scope.get(DEPARTURE))
         try:
             await self._route(scope)(exchange)
         except ClientGone:
@@ -202,7 +204,7 @@ class Gateway:
     ) -> None:
         stream = self.engine.chat_stream(lane, call.request, deadline=deadline, meta=meta)
         try:
-            with DisconnectWatch(ex.receive):
+            with DisconnectWatch(ex.receive, ex.departure):
                 closing = await forward_stream(stream, ex.send, call.include_usage)
         finally:
             await stream.aclose()
@@ -251,7 +253,7 @@ class Gateway:
     @contextlib.contextmanager
     def _running(self, ex: Exchange) -> Iterator[None]:
         """Count the call and cancel it the moment its client disconnects."""
-        with self._counted(), DisconnectWatch(ex.receive):
+        with self._counted(), DisconnectWatch(ex.receive, ex.departure):
             yield
 
     async def _reply(
