@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laneway.core.clock import FakeClock
-from laneway.policy.breaker import BreakerLimits, last_failure
+from laneway.policy.breaker import BreakerLimits
+from laneway.policy.outcome import summarize
 from laneway.policy.waits import Admit, Probe, Wait
 from tests.policy.marks import failures, log
 
@@ -43,11 +44,12 @@ def test_a_failed_probe_rearms_the_cooldown_and_a_success_closes() -> None:
 def test_throttling_and_neutral_outcomes_do_not_count() -> None:
     marks = log((0.0, "throttled"), (1.0, "throttled"), (2.0, "throttled"), (3.0, "neutral"))
     assert LIMITS.gate(marks, 3.0) == Admit()
-    assert last_failure(marks) is None
+    assert summarize(marks, 60.0).last_failure is None
 
 
 def test_last_failure_is_the_latest_counting_failure() -> None:
-    assert last_failure(log((1.0, "failed"), (2.0, "timeout"), (3.0, "throttled"))) == 2.0
+    marks = log((1.0, "failed"), (2.0, "timeout"), (3.0, "throttled"))
+    assert summarize(marks, 60.0).last_failure == 2.0
 
 
 outcome_logs = st.lists(

@@ -81,4 +81,4 @@ def test_a_log_out_of_time_order_is_summarised_whole() -> None:
     grown = (*shuffled, Mark(6.0, "failed"))
     summarize(shuffled, 60.0)
     assert summarize(grown, 60.0).failures == (5.0, 6.0)
-    assert summarize(grown[1:] + (Mark(7.0, "ok"),), 60.0).steps == 0
+    assert summarize((*grown[1:], Mark(7.0, "ok")), 60.0).steps == 0

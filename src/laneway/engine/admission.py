@@ -35,8 +35,7 @@ from laneway.core.errors import AttemptFailure
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy import selection
-from laneway.policy.breaker import last_failure
-from laneway.policy.outcome import Verdict, judge
+from laneway.policy.outcome import Verdict, judge, summarize
 from laneway.policy.pacer import Pacer
 from laneway.policy.selection import Candidate, Plan, Try
 from laneway.policy.waits import Wait, capped, soonest
@@ -198,15 +197,16 @@ class SourceAdmission:
         self, lane: Lane, memory: LaneMemory, source: Source, call: CallSources, now: float
     ) -> Candidate:
         marks = memory.records.get(source.name, EMPTY_RECORD).marks
+        log = summarize(marks, lane.health.half_life)
         return Candidate(
-            name=source.name,
-            health=lane.health.score(marks, now),
-            gate=lane.breaker.gate(marks, now),
-            priority=source.config.priority,
-            weight=source.config.weight,
-            blocked=memory.blocked(source, now),
-            failures=call.failures[source.name],
-            last_failure=last_failure(marks),
+            source.name,
+            lane.health.score_of(log, now),
+            lane.breaker.gate_of(log, now),
+            source.config.priority,
+            source.config.weight,
+            memory.blocked(source, now),
+            call.failures[source.name],
+            log.last_failure,
         )
 
     def _ask(

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from laneway.policy.health import HealthPolicy
-from laneway.policy.outcome import Mark, summarize
-from laneway.policy.waits import Admit, Probe, Wait
+from laneway.policy.outcome import LogSummary, Mark, summarize
+from laneway.policy.waits import ADMIT, PROBE, Admit, Probe, Wait
 
 BREAKER_OPEN = "breaker"
 SUMMARY_HALF_LIFE = HealthPolicy().half_life
@@ -39,17 +39,23 @@ class BreakerLimits:
 
     def gate(self, marks: Sequence[Mark], now: float) -> Admit | Probe | Wait:
         """Admit (closed), allow a probe (half-open), or wait out the cooldown (open)."""
-        reopens = self.reopens_at(marks)
+        return self.gate_of(summarize(marks, SUMMARY_HALF_LIFE), now)
+
+    def gate_of(self, log: LogSummary, now: float) -> Admit | Probe | Wait:
+        """``gate`` for a log already summarised."""
+        reopens = self._reopens_at(log.failures)
         if reopens is None:
-            return Admit()
+            return ADMIT
         if now < reopens:
             return Wait(reopens - now, BREAKER_OPEN)
-        return Probe()
+        return PROBE
 
     def reopens_at(self, marks: Sequence[Mark]) -> float | None:
         """When the open breaker turns half-open, or ``None`` when it is closed."""
-        failures = _failures_since_success(marks)
-        if not self._tripped(failures):
+        return self._reopens_at(summarize(marks, SUMMARY_HALF_LIFE).failures)
+
+    def _reopens_at(self, failures: tuple[float, ...]) -> float | None:
+        if len(failures) < self.failures or not self._tripped(failures):
             return None
         return failures[-1] + self.cooldown
 
@@ -58,12 +64,3 @@ class BreakerLimits:
         return any(
             failures[i + span] - failures[i] <= self.window for i in range(len(failures) - span)
         )
-
-
-def last_failure(marks: Sequence[Mark]) -> float | None:
-    """When the source last failed in a way the breaker counts."""
-    return summarize(marks, SUMMARY_HALF_LIFE).last_failure
-
-
-def _failures_since_success(marks: Sequence[Mark]) -> tuple[float, ...]:
-    return summarize(marks, SUMMARY_HALF_LIFE).failures

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.policy.outcome import Mark, summarize
+from laneway.policy.outcome import LogSummary, Mark, summarize
 
 
 class Tier(enum.IntEnum):
@@ -39,7 +39,12 @@ class HealthPolicy:
 
     def score(self, marks: Sequence[Mark], now: float) -> float:
         """The decayed success rate of ``marks`` at ``now``."""
-        log = summarize(marks, self.half_life)
+        return self.score_of(summarize(marks, self.half_life), now)
+
+    def score_of(self, log: LogSummary, now: float) -> float:
+        """The decayed success rate at ``now`` of a log summarised at ``half_life``."""
+        if not log.weight:
+            return 1.0
         decay = math.exp2(-max(now - log.newest, 0.0) / self.half_life)
         prior = self.prior_weight
         return (prior + decay * log.good) / (prior + decay * log.weight)

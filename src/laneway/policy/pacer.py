@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 from laneway.policy.outcome import Verdict
-from laneway.policy.waits import UNTIL_RELEASE, Admit, Wait
+from laneway.policy.waits import ADMIT, UNTIL_RELEASE, Admit, Wait
 
 CONCURRENCY_FULL = "concurrency"
 
@@ -60,7 +60,7 @@ class Pacer:
     def gate(self) -> Admit | Wait:
         """Admit when a slot is free, else wait for one to be released."""
         if self.in_flight < self.slots:
-            return Admit()
+            return ADMIT
         return Wait(UNTIL_RELEASE, CONCURRENCY_FULL)
 
     def take(self) -> None:

@@ -20,6 +20,11 @@ class Probe:
     """The breaker is half-open: one attempt may test whether the source is back."""
 
 
+ADMIT = Admit()
+PROBE = Probe()
+"""The two field-less decisions, made once (a gate answers one on every pick)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Wait:
     """Nothing can run yet: look again after ``seconds``, or sooner if a slot frees.
