@@ -52,7 +52,7 @@ class CallSources:
     """
 
     started: float = 0.0
-    failures: Counter[str] = field(default_factory=Counter)
+    failures: dict[str, int] = field(default_factory=dict)
     excluded: set[str] = field(default_factory=set)
 
 
@@ -100,17 +100,21 @@ class SourceAdmission:
             self.stats["stalled"] += 1
             after = format_duration(lane.stall.after or 0.0)
             return NoSource(f"nothing in the lane succeeded for stall_after {after}", True)
-        sources = {s.name: s for s in lane.sources if s.ready and s.name not in call.excluded}
+        excluded = call.excluded
+        sources = (
+            [s for s in lane.runnable if s.name not in excluded] if excluded else lane.runnable
+        )
         if not sources:
             return NoSource("no source left to try")
-        candidates = [self._candidate(lane, memory, s, call, now) for s in sources.values()]
+        candidates = [self._candidate(lane, memory, s, call, now) for s in sources]
         plan = selection.plan(candidates, memory.turns, lane.health)
         ticket = f"{self._ticket_prefix}-{next(self._tickets)}"
-        asks = [self._ask(lane, sources[t.name], t, request_tokens, ticket) for t in plan.tries]
+        by_name = {s.name: s for s in sources}
+        asks = [self._ask(lane, by_name[t.name], t, request_tokens, ticket) for t in plan.tries]
         admission = await self._reserve(lane, memory, asks)
         if admission.granted is not None:
             chosen = plan.tries[asks.index(admission.granted)]
-            return self._admitted(lane, memory, sources[chosen.name], admission, chosen, candidates)
+            return self._admitted(lane, memory, by_name[chosen.name], admission, chosen, candidates)
         wait = soonest(_waits(plan, admission))
         assert wait is not None, "a source not tried has a wait; a refused one has a refusal"
         return capped(wait, lane.stall.due(call.started, memory.last_progress()) - now)
@@ -205,7 +209,7 @@ class SourceAdmission:
             source.config.priority,
             source.config.weight,
             memory.blocked(source, now),
-            call.failures[source.name],
+            call.failures.get(source.name, 0),
             log.last_failure,
         )
 
@@ -223,12 +227,12 @@ class SourceAdmission:
         """One store round trip; concurrency slots are held across it so no pick overtakes."""
         if not asks:
             return Admission(None, (), {})
-        held = [p for p in map(memory.pacer, _sources(lane, asks)) if p is not None]
+        held = self._held(lane, memory, asks)
         for pacer in held:
             pacer.take()
         granted: Pacer | None = None
         try:
-            admission = await self.store.admit(lane.name, [s.name for s in lane.sources], asks)
+            admission = await self.store.admit(lane.name, lane.source_names, asks)
             memory.records.update(admission.records)
             if admission.granted is not None:
                 granted = memory.pacers.get(admission.granted.source)
@@ -237,6 +241,14 @@ class SourceAdmission:
                 if pacer is not granted:
                     pacer.give_back()
         return admission
+
+    def _held(self, lane: Lane, memory: LaneMemory, asks: list[Ask]) -> list[Pacer]:
+        """The pacers of the asked sources, whose slots are held across the store round trip."""
+        if not lane.paced:
+            return []
+        names = {ask.source for ask in asks}
+        paced = (memory.pacer(s) for s in lane.sources if s.name in names)
+        return [pacer for pacer in paced if pacer is not None]
 
     def _admitted(
         self,
@@ -258,13 +270,9 @@ class SourceAdmission:
                     source.name,
                 )
         memory.panicking = chosen.panic
-        memory.turns.took(source.name, selection.peers(source.name, candidates, lane.health))
+        if len(candidates) > 1:
+            memory.turns.took(source.name, selection.peers(source.name, candidates, lane.health))
         return Admitted(lane, source, admission.granted, self.clock.now(), chosen.panic)
-
-
-def _sources(lane: Lane, asks: list[Ask]) -> list[Source]:
-    names = {ask.source for ask in asks}
-    return [s for s in lane.sources if s.name in names]
 
 
 def _waits(plan: Plan, admission: Admission) -> list[Wait]:

@@ -133,7 +133,8 @@ class CallLoop:
             except AttemptFailure as failure:
                 state.in_flight = None
                 elapsed = self.clock.now() - started
-                state.sources.failures[source.name] += 1
+                failures = state.sources.failures
+                failures[source.name] = failures.get(source.name, 0) + 1
                 await self.admission.settle(admitted, failure, None)
                 await self._after_failure(lane, deadline, state, source, failure, elapsed)
                 continue

@@ -102,12 +102,19 @@ class Lane:
     """Why the lane cannot run (empty when at least one source is ready).
 
     Sources' readiness is settled when the lane is built (keys resolve once),
-    so it is computed once here rather than on every call.
+    so it and what follows from it are computed once here, not on every call.
     """
+    runnable: list[Source] = field(init=False)
+    """The ready sources, in priority order."""
+    source_names: tuple[str, ...] = field(init=False)
+    paced: bool = field(init=False)
+    """Whether any source limits its concurrency (AIMD)."""
 
     def __post_init__(self) -> None:
-        ready = any(source.ready for source in self.sources)
-        self.problems = [] if ready else [p for s in self.sources for p in s.problems]
+        self.runnable = [source for source in self.sources if source.ready]
+        self.problems = [] if self.runnable else [p for s in self.sources for p in s.problems]
+        self.source_names = tuple(source.name for source in self.sources)
+        self.paced = any(source.pacing is not None for source in self.sources)
 
     @property
     def kind(self) -> str:
