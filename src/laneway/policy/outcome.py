@@ -162,50 +162,42 @@ def _derived(marks: Sequence[Mark], half_life: float) -> LogSummary | None:
         return None
     kept = tuple(marks[:-1])
     if kept == tuple(before):
-        return _append(summary, new, half_life)
-    if kept == tuple(before[1:]) and summary.in_order:
-        return _append(_drop(summary, before[0], half_life), new, half_life)
+        return _next(summary, None, new, half_life)
+    if summary.in_order and kept == tuple(before[1:]):
+        return _next(summary, before[0], new, half_life)
     return None
 
 
-def _drop(summary: LogSummary, mark: Mark, half_life: float) -> LogSummary:
-    """``summary`` without ``mark``, the oldest of its log."""
+def _next(summary: LogSummary, dropped: Mark | None, new: Mark, half_life: float) -> LogSummary:
+    """``summary`` without ``dropped`` (its oldest mark) and with ``new`` (newer than all)."""
     weight, good = summary.weight, summary.good
-    sample = _SAMPLE_BY_CODE.get(mark.code)
-    if sample is not None:
-        w = math.exp2((mark.at - summary.newest) / half_life)
-        weight, good = max(weight - w, 0.0), max(good - w * sample, 0.0)
     failures, last_failure = summary.failures, summary.last_failure
     oks, opening = summary.oks, summary.opening
-    if mark.code == _OK:
-        oks -= 1
-    elif mark.code in _OPENING_CODES:
-        opening -= 1
-        if oks == 0 and failures:
-            failures = failures[1:]
-        if opening == 0:
-            last_failure = None
-    return LogSummary(
-        summary.newest, weight, good, failures, last_failure, True, oks, opening, summary.steps
-    )
-
-
-def _append(summary: LogSummary, mark: Mark, half_life: float) -> LogSummary:
-    """``summary`` with ``mark``, newer than every mark in it, added."""
-    scale = math.exp2((summary.newest - mark.at) / half_life)
-    weight, good = summary.weight * scale, summary.good * scale
-    sample = _SAMPLE_BY_CODE.get(mark.code)
+    if dropped is not None:
+        sample = _SAMPLE_BY_CODE.get(dropped.code)
+        if sample is not None:
+            w = math.exp2((dropped.at - summary.newest) / half_life)
+            weight, good = max(weight - w, 0.0), max(good - w * sample, 0.0)
+        if dropped.code == _OK:
+            oks -= 1
+        elif dropped.code in _OPENING_CODES:
+            opening -= 1
+            if oks == 0 and failures:
+                failures = failures[1:]
+            if opening == 0:
+                last_failure = None
+    scale = math.exp2((summary.newest - new.at) / half_life)
+    weight, good = weight * scale, good * scale
+    sample = _SAMPLE_BY_CODE.get(new.code)
     if sample is not None:
         weight, good = weight + 1.0, good + sample
-    failures, last_failure = summary.failures, summary.last_failure
-    oks, opening = summary.oks, summary.opening
-    if mark.code == _OK:
+    if new.code == _OK:
         failures, oks = (), oks + 1
-    elif mark.code in _OPENING_CODES:
-        failures, last_failure, opening = (*failures, mark.at), mark.at, opening + 1
+    elif new.code in _OPENING_CODES:
+        failures, last_failure, opening = (*failures, new.at), new.at, opening + 1
     steps = summary.steps + 1
     return LogSummary(
-        mark.at, weight, good, failures, last_failure, summary.in_order, oks, opening, steps
+        new.at, weight, good, failures, last_failure, summary.in_order, oks, opening, steps
     )
 
 

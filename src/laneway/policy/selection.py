@@ -84,6 +84,8 @@ class Turns:
 
 def order(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) -> list[Candidate]:
     """Candidates in the order an attempt should try them."""
+    if len(candidates) < 2:
+        return list(candidates)
     position = {c.name: i for i, c in enumerate(candidates)}
     ranked = sorted(
         candidates,
@@ -118,7 +120,10 @@ def plan(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) ->
 
 def panic_choice(candidates: Sequence[Candidate]) -> Candidate | None:
     """The least recently failed source, when no breaker of the lane is closed."""
-    if not candidates or any(isinstance(c.gate, Admit) for c in candidates):
+    for candidate in candidates:
+        if isinstance(candidate.gate, Admit):
+            return None
+    if not candidates:
         return None
     free = [c for c in candidates if c.blocked is None]
     if not free:
