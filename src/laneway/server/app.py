@@ -21,7 +21,8 @@ scrape-only credential to give Prometheus. Health and readiness stay open.
 Each process counts its own calls: under ``laneway serve --workers N`` a
 scrape reaches one worker and reports that worker's figures only.
 
-The lifespan starts the telemetry writer inside the server's loop and, at
+The lifespan starts the telemetry writer inside the server's loop, freezes
+the heap startup built (see ``_freeze_startup_heap``) and, at
 shutdown (after uvicorn drained the calls in flight), flushes it for at most
 ``TELEMETRY_FLUSH_TIMEOUT`` seconds before the engine closes.
 """
@@ -29,6 +30,7 @@ shutdown (after uvicorn drained the calls in flight), flushes it for at most
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -165,6 +167,7 @@ class Gateway:
             if message["type"] == "lifespan.startup":
                 if self.telemetry is not None:
                     self.telemetry.start()
+                _freeze_startup_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 try:
@@ -312,6 +315,18 @@ class Gateway:
             raise UnknownLane(name, list(caller.lanes))
         ex.lane = name
         return name
+
+
+def _freeze_startup_heap() -> None:
+    """Move everything startup built out of the collector's sight (``gc.freeze``).
+
+    Imports, config models and the engine are a few hundred thousand objects
+    that live as long as the process; every full collection walked them all,
+    a pause of tens of milliseconds that showed up as the p99 under load.
+    Garbage already made is collected first, so nothing collectable is frozen.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _meta(caller: Caller, ex: Exchange) -> CallMeta:
