@@ -21,10 +21,10 @@ scrape-only credential to give Prometheus. Health and readiness stay open.
 Each process counts its own calls: under ``laneway serve --workers N`` a
 scrape reaches one worker and reports that worker's figures only.
 
-The lifespan starts the telemetry writer inside the server's loop, freezes
-the heap startup built (see ``_freeze_startup_heap``) and, at
-shutdown (after uvicorn drained the calls in flight), flushes it for at most
-``TELEMETRY_FLUSH_TIMEOUT`` seconds before the engine closes.
+The lifespan starts the telemetry writer inside the server's loop and
+freezes the heap startup built (``_freeze_startup_heap``). At shutdown
+(after uvicorn drained the calls in flight) it flushes the writer for at
+most ``TELEMETRY_FLUSH_TIMEOUT`` seconds before the engine closes.
 """
 
 from __future__ import annotations
