@@ -2,18 +2,39 @@
 
 ``Laneway.from_config("laneway.yaml")`` gives the library; ``laneway serve``
 the OpenAI-compatible gateway. Errors are in ``laneway.errors``.
+
+The names below are imported on first use: every ``laneway.*`` import runs
+this file first, and ``laneway serve`` has no use for the library facade.
 """
 
-from laneway.client import Laneway, gather_bounded
-from laneway.core.types import (
-    Attempt,
-    ChatChunk,
-    EmbeddingResponse,
-    LLMResponse,
-    Reasoning,
-    Usage,
-)
-from laneway.engine.stream import ChatStream
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from laneway.client import Laneway, gather_bounded
+    from laneway.core.types import (
+        Attempt,
+        ChatChunk,
+        EmbeddingResponse,
+        LLMResponse,
+        Reasoning,
+        Usage,
+    )
+    from laneway.engine.stream import ChatStream
+
+_LAZY = {
+    "Attempt": "laneway.core.types",
+    "ChatChunk": "laneway.core.types",
+    "ChatStream": "laneway.engine.stream",
+    "EmbeddingResponse": "laneway.core.types",
+    "LLMResponse": "laneway.core.types",
+    "Laneway": "laneway.client",
+    "Reasoning": "laneway.core.types",
+    "Usage": "laneway.core.types",
+    "gather_bounded": "laneway.client",
+}
 
 __all__ = [
     "Attempt",
@@ -26,3 +47,10 @@ __all__ = [
     "Usage",
     "gather_bounded",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public names on first use (see the module docstring)."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

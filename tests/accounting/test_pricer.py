@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from laneway.accounting import Pricer
@@ -84,3 +87,35 @@ def test_ocr_calls_are_priced_like_chat() -> None:
         usage=Usage(1_000_000, None, None, source="provider"),
     )
     assert p.cost(ocr) == (None, "usage_unknown")
+
+
+SEARCH = """
+import sys, threading
+from laneway.accounting import Pricer
+from laneway.config.models import LanewayConfig
+sources = [{"base_url": "http://127.0.0.1:1/v1", "model": m} for m in ("gpt-4o", "sim-model")]
+lanes = LanewayConfig.model_validate({"lanes": {"l": {"sources": sources}}}).lanes
+%s
+entries = Pricer.for_lanes(lanes).entries.values()
+print([None if e is None else e.rate(1.75e9).origin for e in entries])
+print("genai_prices.data" in sys.modules)
+"""
+
+
+def in_fresh_interpreter(code: str) -> list[str]:
+    """``code``'s output lines, run where nothing is imported and no other thread runs."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
+def test_the_catalogue_is_searched_in_a_child_and_not_kept() -> None:
+    found, catalogue_loaded = in_fresh_interpreter(SEARCH % "")
+    assert found == "['genai-prices openai/gpt-4o', None]"
+    assert catalogue_loaded == "False"
+
+
+def test_with_another_thread_running_the_catalogue_is_searched_here() -> None:
+    thread = "threading.Thread(target=threading.Event().wait, daemon=True).start()"
+    found, catalogue_loaded = in_fresh_interpreter(SEARCH % thread)
+    assert found == "['genai-prices openai/gpt-4o', None]"
+    assert catalogue_loaded == "True"

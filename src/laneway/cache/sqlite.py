@@ -4,20 +4,23 @@
 that owns the connection, opened on first use; the event loop only awaits a
 future. WAL mode lets several gateway workers share one file. Expired rows
 are invisible to reads at once and deleted on the next write, so the file
-does not grow with dead entries.
+does not grow with dead entries. ``sqlite3`` itself is imported on that
+thread at first use: a gateway whose caches never run does not load SQLite.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from laneway.cache.port import CacheUnavailable
+
+if TYPE_CHECKING:
+    import sqlite3
 
 T = TypeVar("T")
 MEMORY = ":memory:"
@@ -75,15 +78,22 @@ class SqliteCacheStore:
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="laneway-cache")
-        loop = asyncio.get_running_loop()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._work, work)
+
+    def _work(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the worker thread; SQLite and file errors become ``CacheUnavailable``."""
+        import sqlite3
+
         try:
-            return await loop.run_in_executor(self._executor, lambda: work(self._db()))
+            return work(self._db())
         except (sqlite3.Error, OSError) as exc:
             raise CacheUnavailable(f"SQLite cache {self.path}: {exc}") from exc
 
     def _db(self) -> sqlite3.Connection:
         """The connection, opened (and the schema made) on the worker thread."""
         if self._conn is None:
+            import sqlite3
+
             if self.path != MEMORY:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=5.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -12,6 +13,10 @@ from laneway.config.load import load_config
 from laneway.core.errors import ConfigError
 
 DEFAULT_CONFIG = "laneway.yaml"
+PURE_FROZENLIST = "FROZENLIST_NO_EXTENSIONS"
+"""Set (unless already set) before ``laneway serve`` imports aiohttp: frozenlist's
+compiled extension is C++ and maps libstdc++ (~1 MiB resident), for lists aiohttp
+builds once (its tracing signals) and a gateway never touches per request."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return sim_main(args[1:])
     if args[:1] == ["serve"]:
+        os.environ.setdefault(PURE_FROZENLIST, "1")
         from laneway.cli.serve import main as serve_main
 
         return serve_main(args[1:])

@@ -6,7 +6,8 @@ transport, pricing, telemetry, metrics, the cache, the ``Engine`` and the
 telemetry SQLite file, the cache) are relative to the config file's folder.
 With ``--workers N`` each uvicorn worker builds its own from the config file
 the environment names (``worker_app``), since engines, connection pools and
-telemetry writers cannot cross processes.
+telemetry writers cannot cross processes. The simulator is imported for
+``--demo`` only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from uvicorn.supervisors import Multiprocess
 
 from laneway.accounting.pricer import Pricer
 from laneway.cache import open_cache
-from laneway.cli.demo import DEMO_FILE, demo_examples, write_demo_config
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
@@ -35,7 +35,6 @@ from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
-from laneway.sim import start_in_thread
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
 
 DEFAULT_CONFIG = "laneway.yaml"
@@ -52,6 +51,9 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if not args.demo:
         return serve(args, Path(args.config or DEFAULT_CONFIG))
+    from laneway.cli.demo import write_demo_config
+    from laneway.sim import start_in_thread
+
     sim = start_in_thread(port=0)
     try:
         return serve(args, write_demo_config(sim.base_url), demo=True)
@@ -204,6 +206,8 @@ def banner(
     scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
     lines.append(f"metrics: {url}/metrics ({scrape})")
     if demo is not None:
+        from laneway.cli.demo import DEMO_FILE, demo_examples
+
         lines.append(f"demo lanes from {DEMO_FILE}, written to {demo}")
         lines.append(demo_examples(url, demo))
     drain = format_duration(config.server.drain_timeout)

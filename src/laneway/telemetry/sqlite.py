@@ -6,16 +6,18 @@ that owns the connection; the event loop only awaits a future. A batch of
 transaction, ``synchronous=NORMAL``), over 100k rows/s, so one thread keeps up
 with far more calls than a gateway process serves, without an extra
 dependency (aiosqlite runs the same design: a thread per connection).
+
+``sqlite3`` is imported when the store opens, so a gateway with telemetry
+off (or on PostgreSQL) does not load SQLite at all (~1 MiB resident).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from laneway.telemetry.port import Row, SpendRow
 from laneway.telemetry.schema import (
@@ -30,10 +32,18 @@ from laneway.telemetry.schema import (
     spend_select,
 )
 
+if TYPE_CHECKING:
+    import sqlite3
+
 T = TypeVar("T")
 INSERT = (
     f"INSERT INTO {TABLE} ({', '.join(COLUMN_NAMES)}) VALUES ({', '.join('?' * len(COLUMN_NAMES))})"
 )
+CACHE_KIB = 64
+"""The connection's page cache. Writes only append, touching the last pages of
+the table and of its time index; SQLite's default (2 MiB) filled up with pages
+never read again, and 200-row batches commit as fast with 64 KiB (measured on
+a 20 MiB table)."""
 
 
 class SqliteTelemetryStore:
@@ -82,11 +92,14 @@ class SqliteTelemetryStore:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         try:
             migrate(conn)
         except BaseException:
