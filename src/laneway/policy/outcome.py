@@ -150,7 +150,10 @@ def summarize(marks: Sequence[Mark], half_life: float) -> LogSummary:
 
 
 def _derived(marks: Sequence[Mark], half_life: float) -> LogSummary | None:
-    """The summary from the previous log's, when ``marks`` extends it by one later mark."""
+    """The summary from the previous log's, when ``marks`` extends it by one later mark.
+
+    The previous log's entries are dropped, so the memo holds about one log per source.
+    """
     if len(marks) < 2:
         return None
     known = _BY_NEWEST.get((id(marks[-2]), half_life))
@@ -162,10 +165,19 @@ def _derived(marks: Sequence[Mark], half_life: float) -> LogSummary | None:
         return None
     kept = tuple(marks[:-1])
     if kept == tuple(before):
-        return _next(summary, None, new, half_life)
-    if summary.in_order and kept == tuple(before[1:]):
-        return _next(summary, before[0], new, half_life)
-    return None
+        dropped = None
+    elif summary.in_order and kept == tuple(before[1:]):
+        dropped = before[0]
+    else:
+        return None
+    _forget(before, half_life)
+    return _next(summary, dropped, new, half_life)
+
+
+def _forget(marks: Sequence[Mark], half_life: float) -> None:
+    """Drop a log's summary once its successor's is made: the store has moved past it."""
+    del _BY_NEWEST[id(marks[-1]), half_life]
+    _SUMMARIES.pop((id(marks), half_life), None)
 
 
 def _next(summary: LogSummary, dropped: Mark | None, new: Mark, half_life: float) -> LogSummary:
