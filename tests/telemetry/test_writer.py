@@ -9,6 +9,7 @@ from typing import Any
 
 from laneway.core.records import CallRecord
 from laneway.telemetry import COLUMN_NAMES, Row, SpendRow, TelemetryWriter
+from laneway.telemetry.writer import ROWS_PER_STEP
 
 RECORD = CallRecord(1_750_000_000.0, "l", "chat", "ok", 0.1, ())
 
@@ -71,6 +72,36 @@ async def test_full_batches_go_without_waiting_for_the_interval() -> None:
             break
     assert [len(b) for b in store.batches] == [2, 2]
     await w.aclose()
+
+
+async def test_a_batch_is_priced_a_slice_at_a_time_and_written_whole() -> None:
+    """The loop runs between slices of a batch, never inside one."""
+    ticks = 0
+    seen: list[int] = []
+
+    def price(record: CallRecord) -> tuple[float | None, str]:
+        seen.append(ticks)
+        return None, "unpriced"
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0)
+            ticks += 1
+
+    size = 3 * ROWS_PER_STEP
+    store = FakeStore()
+    w = TelemetryWriter(store, price, batch_size=size, flush_interval=30)
+    ticker = asyncio.create_task(tick())
+    for _ in range(size):
+        w.observe(RECORD)
+    w.start()
+    await w.aclose()
+    ticker.cancel()
+    assert [len(b) for b in store.batches] == [size]
+    slices = [seen[i : i + ROWS_PER_STEP] for i in range(0, size, ROWS_PER_STEP)]
+    assert all(len(set(part)) == 1 for part in slices)
+    assert slices[0][0] < slices[1][0] < slices[2][0]
 
 
 async def test_a_partial_batch_goes_after_the_interval() -> None:

@@ -1,9 +1,10 @@
 """``TelemetryWriter``: the observer that gets every call into the database, later.
 
-``observe`` runs on the request path and only does ``put_nowait`` on a
-bounded queue; when the queue is full the record is dropped and counted. A
-background task takes batches (``batch_size`` rows, or whatever arrived within
-``flush_interval``), prices them and writes them, each write bounded by
+``observe`` runs on the request path and only appends to a bounded queue;
+when the queue is full the record is dropped and counted. A background task
+wakes once per batch (``batch_size`` rows queued, or ``flush_interval``
+passed), never per record, prices the rows a slice at a time so the loop
+is never held for a whole batch, and writes them, each write bounded by
 ``write_timeout``. A slow, hanging or dead database therefore costs requests
 nothing: it shows up as queue depth, drops and failed rows, which the metrics
 report, and as a log warning when writes start or stop failing.
@@ -14,14 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from laneway.core.records import CallRecord
-from laneway.telemetry.port import TelemetryStore
+from laneway.telemetry.port import Row, TelemetryStore
 from laneway.telemetry.rows import to_row
 
 log = logging.getLogger("laneway.telemetry")
+
+ROWS_PER_STEP = 25
+"""Rows priced and built between two yields to the loop (~0.1 ms of work)."""
 
 CostFn = Callable[[CallRecord], tuple[float | None, str]]
 """Prices a record: ``(usd or None, status)``; ``accounting.Pricer.cost`` fits."""
@@ -56,7 +61,9 @@ class TelemetryWriter:
         self.flush_interval = flush_interval
         self.write_timeout = write_timeout
         self.stats = WriterStats()
-        self._queue: asyncio.Queue[CallRecord | None] = asyncio.Queue(queue_size)
+        self.queue_size = queue_size
+        self._queue: deque[CallRecord] = deque()
+        self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._opened = False
@@ -65,7 +72,7 @@ class TelemetryWriter:
     @property
     def depth(self) -> int:
         """Records waiting to be written."""
-        return self._queue.qsize()
+        return len(self._queue)
 
     @property
     def dropped(self) -> int:
@@ -84,10 +91,12 @@ class TelemetryWriter:
 
     def observe(self, record: CallRecord) -> None:
         """Queue ``record``, or count it dropped when the queue is full. Never waits."""
-        try:
-            self._queue.put_nowait(record)
-        except asyncio.QueueFull:
+        if len(self._queue) >= self.queue_size:
             self.stats.dropped += 1
+            return
+        self._queue.append(record)
+        if len(self._queue) >= self.batch_size:
+            self._ready.set()
 
     def start(self) -> None:
         """Start the background writer on the running loop (opens the store lazily)."""
@@ -100,43 +109,51 @@ class TelemetryWriter:
         Records still queued when the bound passes are counted as dropped.
         """
         self._closing = True
-        with contextlib.suppress(asyncio.QueueFull):
-            self._queue.put_nowait(None)
+        self._ready.set()
         if self._task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), timeout)
             except TimeoutError:
                 await _cancel(self._task)
-        self.stats.dropped += sum(1 for r in _drain(self._queue) if r is not None)
+        self.stats.dropped += len(self._queue)
+        self._queue.clear()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.store.close(), timeout)
         return self.stats
 
     async def _run(self) -> None:
-        while not (self._closing and self._queue.empty()):
-            batch = await self._collect()
+        while not (self._closing and not self._queue):
+            await self._batch_due()
+            batch = self._take()
             if batch:
                 await self._write(batch)
 
-    async def _collect(self) -> list[CallRecord]:
-        """Up to ``batch_size`` records, waiting at most ``flush_interval`` for more."""
-        batch: list[CallRecord] = []
-        deadline = asyncio.get_running_loop().time() + self.flush_interval
-        while len(batch) < self.batch_size:
-            if self._queue.empty() and self._closing:
-                break
-            try:
-                async with asyncio.timeout_at(deadline):
-                    record = await self._queue.get()
-            except TimeoutError:
-                break
-            if record is not None:
-                batch.append(record)
-        return batch
+    async def _batch_due(self) -> None:
+        """Return once a full batch is queued, ``flush_interval`` passed, or closing began."""
+        if len(self._queue) >= self.batch_size or self._closing:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.flush_interval):
+                await self._ready.wait()
+
+    def _take(self) -> list[CallRecord]:
+        """Up to ``batch_size`` records from the head of the queue."""
+        self._ready.clear()
+        count = min(self.batch_size, len(self._queue))
+        return [self._queue.popleft() for _ in range(count)]
+
+    async def _rows(self, batch: list[CallRecord]) -> list[Row]:
+        """Price and build the rows, yielding to the loop every ``ROWS_PER_STEP``."""
+        rows: list[Row] = []
+        for start in range(0, len(batch), ROWS_PER_STEP):
+            if start:
+                await asyncio.sleep(0)
+            rows.extend(to_row(r, *self.cost(r)) for r in batch[start : start + ROWS_PER_STEP])
+        return rows
 
     async def _write(self, batch: list[CallRecord]) -> None:
         try:
-            rows = [to_row(record, *self.cost(record)) for record in batch]
+            rows = await self._rows(batch)
             async with asyncio.timeout(self.write_timeout):
                 if not self._opened:
                     await self.store.open()
@@ -159,13 +176,6 @@ class TelemetryWriter:
         if not self._failing:
             log.warning("telemetry write failed, %d rows lost: %r", count, exc)
             self._failing = True
-
-
-def _drain(queue: asyncio.Queue[CallRecord | None]) -> list[CallRecord | None]:
-    out: list[CallRecord | None] = []
-    while not queue.empty():
-        out.append(queue.get_nowait())
-    return out
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
