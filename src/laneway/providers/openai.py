@@ -14,6 +14,7 @@ from laneway.providers.base import (
     ChatResult,
     EmbedResult,
     classify_status,
+    load_event,
     load_json,
     openai_usage,
     reasoning_of,
@@ -71,12 +72,7 @@ class OpenAIProvider:
         """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""
         if data.strip() == _DONE:
             return None
-        try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"malformed event: {exc}") from None
-        if not isinstance(event, dict):
-            raise ValueError("malformed event: not an object")
+        event = load_event(data)
         if "error" in event:
             raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
         return _chunk(event)
