@@ -14,6 +14,7 @@ no reservation, slot or probe outlives its attempt.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -219,11 +220,7 @@ class CallLoop:
             state.retries_used += 1
             wait = decision.delay
         pushed = isinstance(decision, Pushback)
-        state.attempts.append(
-            Attempt(
-                source.name, failure.label, elapsed, failure.status, pushed, wait, failure.message
-            )
-        )
+        state.attempts.append(dataclasses.replace(record, pushback=pushed, waited=wait))
         if isinstance(decision, Retry):
             await asyncio.sleep(wait)
 
