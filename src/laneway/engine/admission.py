@@ -100,10 +100,9 @@ class SourceAdmission:
             self.stats["stalled"] += 1
             after = format_duration(lane.stall.after or 0.0)
             return NoSource(f"nothing in the lane succeeded for stall_after {after}", True)
-        excluded = call.excluded
-        sources = (
-            [s for s in lane.runnable if s.name not in excluded] if excluded else lane.runnable
-        )
+        sources = lane.runnable
+        if call.excluded:
+            sources = [s for s in sources if s.name not in call.excluded]
         if not sources:
             return NoSource("no source left to try")
         candidates = [self._candidate(lane, memory, s, call, now) for s in sources]
@@ -204,8 +203,8 @@ class SourceAdmission:
         log = summarize(marks, lane.health.half_life)
         return Candidate(
             source.name,
-            lane.health.score_of(log, now),
-            lane.breaker.gate_of(log, now),
+            lane.health.score(log, now),
+            lane.breaker.gate(log, now),
             source.config.priority,
             source.config.weight,
             memory.blocked(source, now),

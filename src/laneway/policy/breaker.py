@@ -18,15 +18,12 @@ breaker of the lane is open (panic mode).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.policy.health import HealthPolicy
-from laneway.policy.outcome import LogSummary, Mark, summarize
+from laneway.policy.outcome import LogSummary
 from laneway.policy.waits import ADMIT, PROBE, Admit, Probe, Wait
 
 BREAKER_OPEN = "breaker"
-SUMMARY_HALF_LIFE = HealthPolicy().half_life
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,24 +34,22 @@ class BreakerLimits:
     window: float = 30.0
     cooldown: float = 10.0
 
-    def gate(self, marks: Sequence[Mark], now: float) -> Admit | Probe | Wait:
-        """Admit (closed), allow a probe (half-open), or wait out the cooldown (open)."""
-        return self.gate_of(summarize(marks, SUMMARY_HALF_LIFE), now)
+    def gate(self, log: LogSummary, now: float) -> Admit | Probe | Wait:
+        """Admit (closed), allow a probe (half-open), or wait out the cooldown (open).
 
-    def gate_of(self, log: LogSummary, now: float) -> Admit | Probe | Wait:
-        """``gate`` for a log already summarised."""
-        reopens = self._reopens_at(log.failures)
+        ``log`` is the source's summarised outcome log; the failures it lists do
+        not depend on the half-life it was summarised at.
+        """
+        reopens = self.reopens_at(log)
         if reopens is None:
             return ADMIT
         if now < reopens:
             return Wait(reopens - now, BREAKER_OPEN)
         return PROBE
 
-    def reopens_at(self, marks: Sequence[Mark]) -> float | None:
+    def reopens_at(self, log: LogSummary) -> float | None:
         """When the open breaker turns half-open, or ``None`` when it is closed."""
-        return self._reopens_at(summarize(marks, SUMMARY_HALF_LIFE).failures)
-
-    def _reopens_at(self, failures: tuple[float, ...]) -> float | None:
+        failures = log.failures
         if len(failures) < self.failures or not self._tripped(failures):
             return None
         return failures[-1] + self.cooldown

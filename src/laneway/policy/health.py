@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.policy.outcome import LogSummary, Mark, summarize
+from laneway.policy.outcome import LogSummary
 
 
 class Tier(enum.IntEnum):
@@ -37,11 +36,7 @@ class HealthPolicy:
     credible: float = 0.5
     demoted: float = 0.25
 
-    def score(self, marks: Sequence[Mark], now: float) -> float:
-        """The decayed success rate of ``marks`` at ``now``."""
-        return self.score_of(summarize(marks, self.half_life), now)
-
-    def score_of(self, log: LogSummary, now: float) -> float:
+    def score(self, log: LogSummary, now: float) -> float:
         """The decayed success rate at ``now`` of a log summarised at ``half_life``."""
         if not log.weight:
             return 1.0
