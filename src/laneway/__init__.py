@@ -9,8 +9,9 @@ this file first, and ``laneway serve`` has no use for the library facade.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from laneway.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from laneway.client import Laneway, gather_bounded
@@ -49,8 +50,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import the public names on first use (see the module docstring)."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
+"""Import the public names on first use (see the module docstring)."""

@@ -11,14 +11,14 @@ is marked ``estimated`` wherever it goes.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laneway.accounting.estimate import (
     chat_usage_or_estimate,
     embed_usage_or_estimate,
     estimate_tokens,
 )
+from laneway.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from laneway.accounting.cost import Cost, CostStatus, cost_of
@@ -51,8 +51,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load prices on first use: the genai-prices catalogue is the heaviest import here."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
+"""Load prices on first use: the genai-prices catalogue is the heaviest import here."""

@@ -8,13 +8,13 @@ backend; ``GuardedCache`` makes a backend's failures read as misses.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laneway.cache.factory import open_cache
 from laneway.cache.guard import GuardedCache
 from laneway.cache.port import CacheStore, CacheUnavailable
 from laneway.cache.sqlite import SqliteCacheStore
+from laneway.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from laneway.cache.redis_cache import RedisCacheStore
@@ -31,8 +31,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
+"""Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""

@@ -13,10 +13,10 @@ process-local state while Redis is unreachable.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from laneway.core.clock import Clock
+from laneway.core.lazy import lazy_attributes
 from laneway.state.base import (
     Admission,
     Ask,
@@ -59,8 +59,5 @@ def open_store(url: str | None, clock: Clock) -> SourceStore:
     return FallbackStore(RedisStore.from_url(url, clock), MemoryStore(clock), clock)
 
 
-def __getattr__(name: str) -> Any:
-    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
+"""Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""

@@ -8,9 +8,9 @@ as a function). The port is ``TelemetryStore``; ``TelemetryWriter`` is the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from laneway.core.lazy import lazy_attributes
 from laneway.telemetry.factory import TelemetrySettings, store_for_url, writer_for
 from laneway.telemetry.port import Row, SpendRow, TelemetryError, TelemetryStore
 from laneway.telemetry.rows import caller_hash, to_row
@@ -44,8 +44,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
+"""Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""
