@@ -19,6 +19,7 @@ from laneway.core.errors import (
     UnknownLane,
 )
 from laneway.core.records import CallMeta, CallObserver
+from laneway.core.shapes import check_messages
 from laneway.core.transport import Transport
 from laneway.core.types import (
     ChatRequest,
@@ -235,9 +236,4 @@ class Engine:
 
 def chat_request(messages: Any, params: Mapping[str, Any]) -> ChatRequest:
     """Validate caller messages into a ``ChatRequest`` (errors name the field)."""
-    if not isinstance(messages, list) or not messages:
-        raise RequestInvalid("messages", "must be a non-empty list")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise RequestInvalid(f"messages[{index}]", "must be an object with a string 'role'")
-    return ChatRequest(messages, dict(params))
+    return ChatRequest(check_messages(messages), dict(params))

@@ -73,3 +73,25 @@ class Recorder:
         )
         for observer in self.observers:
             observer.observe(record)
+
+    def crashed(
+        self, lane: str, kind: str, started: CallClock, meta: CallMeta, status: int = 500
+    ) -> None:
+        """Record a request that ended in an unexpected exception (a bug, not an outcome).
+
+        The gateway's catch-all calls this, so even a crash leaves a telemetry
+        row and a metric; ``lane`` is empty when the request never named one.
+        """
+        record = CallRecord(
+            time=started.wall,
+            lane=lane,
+            kind=kind,
+            outcome="error",
+            latency=self.clock.now() - started.mono,
+            attempts=(),
+            meta=meta,
+            error="internal_error",
+            status=status,
+        )
+        for observer in self.observers:
+            observer.observe(record)

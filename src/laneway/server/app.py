@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ from laneway.core.records import CallMeta
 from laneway.core.types import EmbeddingResponse, LLMResponse, OCRResponse
 from laneway.engine.gateway import Engine
 from laneway.engine.ocr_mistral import parse_ocr_request
+from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
 from laneway.server.asgi import (
     BodyTooLarge,
@@ -54,7 +56,7 @@ from laneway.server.asgi import (
     read_body,
     send_reply,
 )
-from laneway.server.errors import Refused, call_headers, error_reply
+from laneway.server.errors import Refused, call_headers, error_reply, internal_error_reply
 from laneway.server.health import lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing
 from laneway.server.parse import (
@@ -77,6 +79,8 @@ TELEMETRY_FLUSH_TIMEOUT = 5.0
 """Seconds the shutdown waits for queued telemetry; records still queued are dropped."""
 
 _NO_CALL = call_headers("", None, 0)
+_KINDS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embed", "/v1/ocr": "ocr"}
+"""The call kind of each call endpoint, for the record of a request that crashed."""
 
 log = logging.getLogger("laneway.server")
 
@@ -142,12 +146,30 @@ class Gateway:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         exchange = Exchange(receive, send, dict(scope["headers"]), scope.get(DEPARTURE))
+        started = self.engine.recorder.start()
         try:
             await self._route(scope)(exchange)
         except ClientGone:
             return
         except (LanewayError, Refused) as exc:
             await send_reply(send, error_reply(exc, exchange.lane))
+        except Exception:
+            await self._crashed(scope, exchange, started)
+
+    async def _crashed(self, scope: Scope, ex: Exchange, started: CallClock) -> None:
+        """Answer an unexpected exception: a log line, a record, an OpenAI-shaped 500.
+
+        Called from inside the ``except`` block, so the log carries the
+        traceback; the caller gets only the request id that finds it.
+        """
+        raw_id = ex.headers.get(b"x-request-id")
+        request_id = uuid.uuid4().hex if raw_id is None else raw_id.decode("latin-1")
+        path: str = scope["path"]
+        log.exception("internal error on %s %s, request id %s", scope["method"], path, request_id)
+        meta = CallMeta(request_id=request_id)
+        self.engine.recorder.crashed(ex.lane, _KINDS.get(path, ""), started, meta)
+        with contextlib.suppress(Exception):  # the head may be out already: nothing more to say
+            await send_reply(ex.send, internal_error_reply(ex.lane, request_id))
 
     def _route(self, scope: Scope) -> Handler:
         path: str = scope["path"]

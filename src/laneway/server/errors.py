@@ -71,6 +71,17 @@ def error_reply(exc: Exception, lane: str) -> Reply:
     return Reply(status, orjson.dumps(body), headers)
 
 
+def internal_error_reply(lane: str, request_id: str) -> Reply:
+    """The 500 for an unexpected exception: OpenAI's shape, and the id to find its log line."""
+    message = f"internal error in the gateway; request id {request_id}"
+    body = {
+        "error": _error(message, 500, "internal_error"),
+        "laneway": {"lane": lane or None, "request_id": request_id},
+    }
+    headers = [*call_headers(lane, None, 0), (b"x-request-id", request_id.encode("latin-1"))]
+    return Reply(500, orjson.dumps(body), headers)
+
+
 def sse_error(exc: Exception, lane: str) -> bytes:
     """The in-band SSE event that ends a stream whose headers were already sent."""
     if isinstance(exc, LanewayError):

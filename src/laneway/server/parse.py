@@ -3,7 +3,10 @@
 Bodies are checked with plain ``isinstance`` tests, not a schema library: it
 is the cheapest check that still answers a wrong body with a 400 naming the
 field. Fields laneway does not know pass through to the upstream untouched;
-known fields of the wrong type are refused here rather than upstream.
+known fields of the wrong type are refused here rather than upstream. The
+shapes laneway reads inside fields (messages and their content parts, tool
+definitions) and the nesting depth of the whole body are checked by
+``laneway.core.shapes``, which other endpoints reuse.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.shapes import check_depth, check_strings, check_tools
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import chat_request
 
@@ -83,13 +87,14 @@ class EmbedCall:
 
 
 def json_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or ``RequestInvalid`` naming ``body``."""
+    """The body as a JSON object nested at most ``MAX_DEPTH`` levels, else ``RequestInvalid``."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise RequestInvalid("body", f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise RequestInvalid("body", "must be a JSON object")
+    check_depth(data)
     return data
 
 
@@ -107,6 +112,8 @@ def chat_call(data: dict[str, Any]) -> ChatCall:
     ``data`` is consumed: what remains of it becomes the upstream parameters.
     """
     check_types(data, CHAT_FIELDS)
+    check_tools(data.get("tools"))
+    check_strings(data.get("stop"), "stop")
     options = data.get("stream_options") or {}
     include_usage = options.get("include_usage", False)
     if not isinstance(include_usage, bool):
