@@ -11,6 +11,7 @@ from genai_prices.data import providers
 from genai_prices.types import ModelPrice
 
 from laneway.accounting import Cost, Rate, Tiered, cost_of
+from laneway.accounting.cost import total_cost
 from laneway.accounting.rates import catalogue_rate, override_rate
 from laneway.core.types import Usage
 
@@ -98,3 +99,12 @@ def test_arithmetic_matches_genai_prices_for_every_catalogue_model() -> None:
         assert cost_of(figures, rate, "chat").usd == pytest.approx(expected, rel=1e-9), name
         checked += 1
     assert checked > 1000
+
+
+def test_a_call_in_parts_costs_their_sum_and_is_only_as_known_as_they_are() -> None:
+    priced, estimated = Cost(0.25, "priced"), Cost(0.5, "estimated")
+    assert total_cost([priced, priced]) == Cost(0.5, "priced")
+    assert total_cost([priced, estimated]) == Cost(0.75, "estimated")
+    assert total_cost([priced, Cost(None, "unpriced")]) == Cost(None, "unpriced")
+    unknown = [Cost(None, "unpriced"), Cost(None, "usage_unknown")]
+    assert total_cost(unknown) == Cost(None, "usage_unknown")

@@ -158,12 +158,13 @@ async def test_cut_stream_continues_on_a_prefill_source(stream, http, sim) -> No
     """The continuation carries the text so far as an assistant prefill.
 
     Its prompt is "hello" plus the prefill "sim answer": 15 characters, which the
-    sim counts as 4 prompt tokens (2 without the prefill). The source that
-    rejects prefills is never asked.
+    sim counts as 4 prompt tokens (2 without the prefill), and it answers the rest.
+    The usage chunk is the continuation's own. The source that rejects prefills
+    is never asked.
     """
     status, _, events, _ = await stream("continue", stream_options={"include_usage": True})
     assert status == 200 and events[-1] == "[DONE]"
-    assert streamed_text(events) == "sim answer" + FULL
+    assert streamed_text(events) == FULL
     assert events[-2]["usage"]["prompt_tokens"] == 4
     assert await hits(http, sim, SPECS["prefill"]) == 1
     assert await hits(http, sim, SPECS["no_prefill"]) == 0

@@ -131,3 +131,19 @@ def test_hits_keep_count_and_relative_times():
 
     assert state.hits() == {"s": {"count": 1, "times": [2.0]}}
     assert state.hits("other") == {"count": 0, "times": []}
+
+
+@pytest.mark.parametrize(
+    ("prefill", "rest"),
+    [
+        ("sim answer", " w2 w3"),
+        ("sim ans", "wer w2 w3"),
+        ("sim answer w2 w3", ""),
+        ("another answer", "sim answer w2 w3"),
+    ],
+)
+def test_a_prefill_that_begins_the_answer_gets_the_rest_of_it(prefill, rest):
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": prefill}]
+    completion = plan_completion(parse_spec("chunks=4"), {"messages": messages}, 1, 0)
+
+    assert "".join(completion.pieces) == rest

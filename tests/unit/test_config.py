@@ -86,3 +86,17 @@ def test_secret_forms_and_redaction() -> None:
     assert Secret.parse("${K}").resolve(env) == "secret-value"
     assert Secret.parse("${MISSING}").resolve(env) is None
     assert "sk-live" not in repr(Secret.parse("sk-live-123"))
+
+
+@pytest.mark.parametrize(
+    ("value", "parsed"), [("true", True), ("false", False), ("restart", "restart")]
+)
+def test_continue_on_cut_is_a_switch_or_restart(value: str, parsed: object) -> None:
+    text = MINIMAL.replace("    retries: 2\n", f"    retries: 2\n    continue_on_cut: {value}\n")
+    assert parse_config(text).lanes["engram-summarize"].continue_on_cut == parsed
+
+
+def test_continue_on_cut_names_its_values() -> None:
+    text = MINIMAL.replace("    retries: 2\n", "    retries: 2\n    continue_on_cut: splice\n")
+    with pytest.raises(ConfigError, match="continue_on_cut"):
+        parse_config(text)

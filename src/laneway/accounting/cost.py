@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 from laneway.accounting.rates import PER_MILLION, Rate
@@ -64,3 +65,18 @@ def _output_usd(prompt: int, completion: int, reasoning: int | None, rate: Rate)
     if rate.reasoning is not None:
         usd += thought * rate.reasoning.at(prompt)
     return usd / PER_MILLION
+
+
+def total_cost(parts: Iterable[Cost]) -> Cost:
+    """The cost of a call made of several priced parts (a stream continued on another source).
+
+    Unknown if any part is (unknown usage before a missing price, as in
+    ``cost_of``), ``estimated`` if any part is.
+    """
+    costs = list(parts)
+    for unknown in (USAGE_UNKNOWN, UNPRICED):
+        if any(cost.status == unknown.status for cost in costs):
+            return unknown
+    usd = sum(cost.usd or 0.0 for cost in costs)
+    estimated = any(cost.status == "estimated" for cost in costs)
+    return Cost(usd, "estimated" if estimated else "priced")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of
+from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of, total_cost
 from laneway.accounting.forked import can_fork, run_forked
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
 from laneway.core.records import CallRecord
@@ -128,9 +128,17 @@ class Pricer:
         """What the recorded call cost, or why that is unknown.
 
         A response-cache hit cost nothing upstream: it is zero, by its own status.
+        A call whose attempts carry their own usage (a stream continued on
+        another source) costs the sum of each part at its source's rate.
         """
         if record.cache == "hit":
             return CACHE_HIT
+        parts = [(a.source, a.usage) for a in record.attempts if a.usage is not None]
+        if parts:
+            return total_cost(
+                cost_of(usage, self.rate(record.lane, source, record.time), record.kind)
+                for source, usage in parts
+            )
         if not record.usage.known:
             return USAGE_UNKNOWN
         return cost_of(

@@ -194,7 +194,7 @@ class LaneConfig(Strict):
     client_deadline: Duration | None = None
     first_byte_timeout: Duration | None = None
     idle_timeout: Duration | None = None
-    continue_on_cut: bool = False
+    continue_on_cut: bool | Literal["restart"] = False
     dimensions: int | None = Field(default=None, gt=0)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     stall_after: Duration | None = None

@@ -185,8 +185,10 @@ class AttemptFailure(Exception):
     ``kind`` is ``status`` (an HTTP error answer), ``timeout``, ``connect``,
     ``empty`` (an empty completion), ``cut`` (a stream or body broken off),
     ``rejected`` (a 4xx the upstream will refuse again), ``context_length``,
-    ``malformed`` (an answer that cannot be parsed) or ``too_large`` (an
-    answer over the request's ``max_bytes``).
+    ``malformed`` (an answer that cannot be parsed), ``too_large`` (an
+    answer over the request's ``max_bytes``) or, for a stream after content was
+    sent, ``diverged`` (a restarted answer that does not begin with the text
+    already sent) and ``deadline`` (the deadline passed mid-answer).
     """
 
     kind: str

@@ -53,7 +53,10 @@ class Attempt:
 
     ``outcome`` is ``ok`` or a ``retry_on`` label (``503``, ``timeout``,
     ``connect``, ``empty``, ``cut``...). ``waited`` is the backoff or pushback
-    sleep that followed it (0 when none).
+    sleep that followed it (0 when none). ``continuation`` marks an attempt
+    that continued a stream cut on an earlier one. ``usage`` is the attempt's
+    own usage, kept only where a call's usage spans several upstream answers
+    (a continued stream), so each part can be priced at its source's rate.
     """
 
     source: str
@@ -63,6 +66,8 @@ class Attempt:
     pushback: bool = False
     waited: float = 0.0
     message: str = ""
+    continuation: bool = False
+    usage: Usage | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Render for error bodies and headers (milliseconds, rounded)."""
@@ -77,6 +82,14 @@ class Attempt:
             out["pushback"] = True
         if self.waited:
             out["waited_ms"] = round(self.waited * 1000, 1)
+        if self.continuation:
+            out["continuation"] = True
+        if self.usage is not None:
+            out["usage"] = {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "usage_source": self.usage.source,
+            }
         return out
 
 

@@ -136,18 +136,34 @@ class SourceAdmission:
     ) -> None:
         """End an attempt: adapt the pacer, settle the quota, log the outcome.
 
-        A success settles at ``tokens`` (``None`` keeps the reservation); a
-        failure at zero tokens, since a failed request produced none.
+        The quota settles at ``tokens`` (``None`` keeps the reservation on a
+        success). A failure without ``tokens`` settles at zero, since a failed
+        request produced none; a stream cut mid-answer passes what it consumed.
         """
         verdict = judge(failure)
         memory = admitted.lane.memory
         pacer = memory.pacer(admitted.source)
         if pacer is not None:
             pacer.leave(verdict, admitted.started, self.clock.now())
-        settled = tokens if verdict is Verdict.OK else 0
+        settled = 0 if tokens is None and verdict is not Verdict.OK else tokens
         code = verdict.value if verdict.logged else None
+        await self._settle_ask(admitted, settled, code)
+
+    async def abandon(self, admitted: Admitted, tokens: int | None) -> None:
+        """End an attempt its caller gave up mid-answer (a stream closed early).
+
+        The slot is freed and the quota settles at the ``tokens`` consumed, but
+        no outcome is logged: the source did nothing right or wrong.
+        """
+        pacer = admitted.lane.memory.pacer(admitted.source)
+        if pacer is not None:
+            pacer.give_back()
+        await self._settle_ask(admitted, tokens, None)
+
+    async def _settle_ask(self, admitted: Admitted, tokens: int | None, code: str | None) -> None:
+        memory = admitted.lane.memory
         try:
-            record = await self.store.settle(admitted.lane.name, admitted.ask, settled, code)
+            record = await self.store.settle(admitted.lane.name, admitted.ask, tokens, code)
             memory.records[admitted.source.name] = record
         finally:
             memory.notify()

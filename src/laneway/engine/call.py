@@ -8,7 +8,9 @@ Each attempt gets ``min(attempt_timeout, time left)``.
 ``SourceAdmission`` picks every attempt's source or says how long to wait;
 waiting (for quota, a concurrency slot, a pushed-back source) spends no
 attempt. Every admitted attempt is settled (or released, when cancelled), so
-no reservation, slot or probe outlives its attempt.
+no reservation, slot or probe outlives its attempt. A stream's attempt is the
+exception: it lasts until the stream ends, so the loop hands it to the stream
+(``hold=True``), which settles it with the stream's real usage.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ class CallOutcome(Generic[T]):
     """A successful call: the result, the source that gave it, and the history.
 
     ``queue_wait`` is the time spent waiting for admission (quota, concurrency,
-    pushback), not counting backoff sleeps.
+    pushback), not counting backoff sleeps. ``held`` is the successful
+    attempt's admission when the caller asked to finish that attempt itself
+    (``hold=True``): it is then neither settled nor in ``attempts``.
     """
 
     result: T
@@ -74,6 +78,7 @@ class CallOutcome(Generic[T]):
     attempts: tuple[Attempt, ...]
     elapsed: float
     queue_wait: float = 0.0
+    held: Admitted | None = None
 
 
 class CallLoop:
@@ -93,17 +98,20 @@ class CallLoop:
         attempt: AttemptFn[T],
         *,
         request_tokens: int | None = None,
+        hold: bool = False,
     ) -> CallOutcome[T]:
         """Run ``attempt`` under the lane's policy until success or a verdict.
 
         ``request_tokens`` (see ``laneway.policy.quota.estimate_tokens``) sizes
-        the quota reservation on sources with a ``tpm``.
+        the quota reservation on sources with a ``tpm``. With ``hold`` the
+        successful attempt stays open: its slot and reservation are the
+        caller's to settle (``CallOutcome.held``), and so is its record.
         """
         start = self.clock.now()
         state = CallState(start=start, sources=CallSources(started=start))
         try:
             async with asyncio.timeout_at(self._loop_time(deadline)):
-                return await self._attempts(lane, deadline, state, attempt, request_tokens)
+                return await self._attempts(lane, deadline, state, attempt, request_tokens, hold)
         except TimeoutError:
             now = self.clock.now()
             state.cut_in_flight(now)
@@ -124,6 +132,7 @@ class CallLoop:
         state: CallState,
         attempt: AttemptFn[T],
         request_tokens: int | None,
+        hold: bool,
     ) -> CallOutcome[T]:
         while True:
             admitted = await self._admitted(lane, deadline, state, request_tokens)
@@ -143,6 +152,10 @@ class CallLoop:
                 await self.admission.release(admitted)
                 raise
             state.in_flight = None
+            if hold:
+                total = self.clock.now() - state.start
+                attempts = tuple(state.attempts)
+                return CallOutcome(result, source, attempts, total, state.queue_wait, admitted)
             elapsed = self.clock.now() - started
             await self.admission.settle(admitted, None, _tokens_used(result))
             state.attempts.append(Attempt(source.name, "ok", elapsed, status=200))
@@ -275,10 +288,6 @@ class CallLoop:
 
 
 def _tokens_used(result: object) -> int | None:
-    """The tokens an attempt's result reports (``None``: keep the reservation).
-
-    A stream's result has no usage yet when its first token arrives, so its
-    reservation stands as the estimate.
-    """
+    """The tokens an attempt's result reports (``None``: keep the reservation)."""
     usage = getattr(result, "usage", None)
     return used_tokens(usage) if isinstance(usage, Usage) else None

@@ -1,14 +1,26 @@
 """Streaming chat: retried like any call until content flows, honest after.
 
 Before the first content reaches the caller, a stream that fails (error
-status, no first token within ``first_byte_timeout``, cut, empty) is one
-failed attempt of the ordinary call loop. After content has been forwarded, a
-cut, a stall past ``idle_timeout`` or the deadline ends the stream with
-``StreamInterrupted``, never as a clean success, unless the lane continues the
-answer on a source that ``accepts_prefill``. A stream is complete once its
-final chunk (a ``finish_reason``) has arrived; a missing ``[DONE]`` after it
-holds the caller for at most ``FINAL_USAGE_GRACE`` while the usage chunk is
-awaited.
+status, no first token within ``first_byte_timeout`` of sending the request,
+cut, empty) is one failed attempt of the ordinary call loop. After content has
+been forwarded, a cut, a stall past ``idle_timeout`` or the deadline ends the
+stream with ``StreamInterrupted``, never as a clean success, unless the lane
+continues the answer (``continue_on_cut``): on a source that
+``accepts_prefill``, with the partial answer as an assistant prefill; or, with
+``continue_on_cut: restart``, on any other source asked afresh, whose answer
+is spliced only if it begins with exactly the text already sent.
+
+A stream is complete once its final chunk (a ``finish_reason``) has arrived;
+malformed events are skipped and counted, and a missing ``[DONE]`` after the
+final chunk holds the caller for at most ``FINAL_USAGE_GRACE`` while the usage
+chunk is awaited.
+
+Each upstream answer (a segment) keeps its admission until it ends, then
+settles its concurrency slot and quota with the tokens it really used: the
+provider's figures, or, for an answer broken off before its usage chunk, an
+estimate of what it consumed. A continued stream's usage is the sum of its
+segments', and each segment's attempt carries its own usage so the call is
+priced at each source's rate.
 """
 
 from __future__ import annotations
@@ -26,10 +38,12 @@ from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
+from laneway.core.usage import sum_usage
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import estimate_tokens
+from laneway.policy.quota import estimate_tokens, used_tokens
 
 if TYPE_CHECKING:
+    from laneway.engine.admission import Admitted
     from laneway.engine.gateway import Engine
     from laneway.engine.lane import Lane, Source
 
@@ -38,11 +52,12 @@ FINAL_USAGE_GRACE = 1.0
 
 @dataclass(slots=True)
 class _Progress:
-    """What one upstream stream has delivered so far."""
+    """What one upstream answer has delivered so far (forwarded or not)."""
 
     malformed: int = 0
     finished: bool = False
     content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     usage: Usage | None = None
 
 
@@ -54,6 +69,67 @@ class _Opened:
     events: AsyncGenerator[ChatChunk, None]
     buffered: list[ChatChunk]
     progress: _Progress
+    request: ChatRequest
+    splice: _Splice | None = None
+
+
+@dataclass(slots=True)
+class _Segment:
+    """One upstream answer of the stream, from its admission to its end."""
+
+    source: Source
+    opened: _Opened
+    held: Admitted
+    index: int
+    """Where the segment's attempt is in the stream's attempts."""
+    continuation: bool
+
+
+@dataclass(slots=True)
+class _Part:
+    """A finished segment: where its attempt record is and what it used."""
+
+    index: int
+    usage: Usage
+
+
+class _Broken(Exception):
+    """A segment ended before its final chunk; ``failure`` says how."""
+
+    def __init__(self, failure: AttemptFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass(slots=True)
+class _Splice:
+    """A restarted answer's opening, held back until it matches the text already sent.
+
+    ``take`` returns the chunk to forward (``None`` while held back), the
+    first one cut to the part the caller does not have yet, and raises a
+    ``diverged`` failure as soon as the answer departs from the sent text.
+    """
+
+    sent: str
+    seen: list[str] = field(default_factory=list)
+    done: bool = False
+
+    def take(self, chunk: ChatChunk) -> ChatChunk | None:
+        if self.done:
+            return chunk
+        if chunk.content:
+            self.seen.append(chunk.content)
+        seen = "".join(self.seen)
+        if not (self.sent.startswith(seen) or seen.startswith(self.sent)):
+            raise AttemptFailure("diverged", "the restarted answer differs from the text sent")
+        if len(seen) < len(self.sent):
+            if chunk.finish_reason is not None:
+                raise AttemptFailure(
+                    "diverged", "the restarted answer is shorter than the text sent"
+                )
+            return None
+        self.done = True
+        return _with_content(chunk, seen[len(self.sent) :])
 
 
 class ChatStream:
@@ -79,32 +155,40 @@ class ChatStream:
         self._deadline = deadline
         self.source: str | None = None
         self.model: str | None = None
-        self.attempts: tuple[Attempt, ...] = ()
+        self._attempts: list[Attempt] = []
+        self._parts: list[_Part] = []
         self.malformed_events = 0
-        self._segments: list[Usage | None] = []
         self.first_token_at: float | None = None
         self._content: list[str] = []
-        self._reasoning: list[str] = []
+        self._tool_deltas = False
         self._started = engine.clock.now()
         self._iterator: AsyncGenerator[ChatChunk, None] | None = None
 
     @property
-    def usage(self) -> Usage | None:
-        """The stream's usage once it ended (``None`` before; unknown stays unknown).
+    def attempts(self) -> tuple[Attempt, ...]:
+        """Every attempt so far; a continued stream's answers carry their own usage."""
+        if len(self._parts) < 2:
+            return tuple(self._attempts)
+        attempts = list(self._attempts)
+        for part in self._parts:
+            attempts[part.index] = dataclasses.replace(attempts[part.index], usage=part.usage)
+        return tuple(attempts)
 
-        On a lane with ``estimate_missing_usage``, unreported usage of a finished
-        stream is estimated from what was sent and streamed (marked ``estimated``).
+    @property
+    def usage(self) -> Usage | None:
+        """The stream's usage once it ended (``None`` before, or when unreported).
+
+        One answer's usage is the provider's (estimated when the lane has
+        ``estimate_missing_usage``, or when it was broken off before its usage
+        chunk). A continued stream's is the sum over its answers: prompt and
+        completion tokens of each request, ``estimated`` when any part is.
         """
-        usage = combined_usage(self._segments)
-        if not self._segments or not self.lane.config.estimate_missing_usage:
-            return usage
-        return chat_usage_or_estimate(
-            usage or NO_USAGE,
-            True,
-            self._request.messages,
-            self.content,
-            "".join(self._reasoning),
-        )
+        if not self._parts:
+            return None
+        if len(self._parts) == 1:
+            usage = self._parts[0].usage
+            return usage if usage.known else None
+        return sum_usage(part.usage for part in self._parts)
 
     @property
     def content(self) -> str:
@@ -160,99 +244,147 @@ class ChatStream:
 
     async def _segments_in_turn(self) -> AsyncGenerator[ChatChunk, None]:
         lane: Lane | None = self.lane
-        request = self._request
+        continuation = False
         while lane is not None:
-            opened = await self._open(lane, request)
             try:
-                async with aclosing(self._forward(opened)) as chunks:
+                segment = await self._open(lane, continuation)
+            except CallFailed as exc:
+                if not continuation:
+                    raise
+                raise self._interrupted("the continuation failed: " + str(exc)) from exc
+            broken: AttemptFailure | None = None
+            try:
+                async with aclosing(self._forward(segment)) as chunks:
                     async for chunk in chunks:
                         yield chunk
-                return
-            except StreamInterrupted:
-                self._segments.append(opened.progress.usage)
-                lane, request = self._continuation(lane)
-                if lane is None:
-                    raise
+            except _Broken as exc:
+                broken = exc.failure
             finally:
-                self.malformed_events += opened.progress.malformed
-                await opened.stack.aclose()
+                self.malformed_events += segment.opened.progress.malformed
+                await segment.opened.stack.aclose()
+                await self._settle(segment, broken)
+            if broken is None:
+                return
+            lane, continuation = self._continuation(lane), True
+            if lane is None:
+                raise self._interrupted(broken.message)
 
-    async def _open(self, lane: Lane, request: ChatRequest) -> _Opened:
+    async def _open(self, lane: Lane, continuation: bool) -> _Segment:
         engine = self._engine
+        sized = self._prefilled() if continuation else self._request
         try:
             done = await engine.loop.run(
                 lane,
                 self._deadline,
-                lambda s: self._attempt(s, request),
-                request_tokens=estimate_tokens(request),
+                lambda source: self._attempt(source, continuation),
+                request_tokens=estimate_tokens(sized),
+                hold=True,
             )
         except CallFailed as exc:
-            exc.attempts = self.attempts = self.attempts + exc.attempts
+            self._attempts.extend(_marked(exc.attempts, continuation))
+            exc.attempts = self.attempts
             raise
-        self.attempts += done.attempts
+        self._attempts.extend(_marked(done.attempts, continuation))
+        assert done.held is not None, "a held run hands its attempt over"
         self.source = done.source.name
-        self.first_token_at = engine.clock.now()
-        return done.result
+        if self.first_token_at is None:
+            self.first_token_at = engine.clock.now()
+        index = len(self._attempts)
+        self._attempts.append(Attempt(self.source, "ok", 0.0, 200, continuation=continuation))
+        return _Segment(done.source, done.result, done.held, index, continuation)
 
-    async def _attempt(self, source: Source, request: ChatRequest) -> _Opened:
-        """Open the stream and read up to its first token (one attempt of the loop)."""
-        provider, stack = source.provider, AsyncExitStack()
+    def _prefilled(self) -> ChatRequest:
+        """The caller's request with the answer sent so far as an assistant prefill."""
+        prefill = {"role": "assistant", "content": self.content}
+        return ChatRequest([*self._request.messages, prefill], self._request.params)
+
+    async def _attempt(self, source: Source, continuation: bool) -> _Opened:
+        """Open the stream and read up to its first token (one attempt of the loop).
+
+        ``first_byte_timeout`` runs from the moment the request is sent: an
+        upstream that accepts the connection and never answers fails the
+        attempt then, like one that answers and never streams a token. A
+        continuation goes to a prefill source with the prefill, to any other
+        afresh, its answer to be spliced onto the text already sent.
+        """
+        request, splice = self._request, None
+        if continuation and source.config.accepts_prefill:
+            request = self._prefilled()
+        elif continuation:
+            splice = _Splice(self.content)
+        limit = self.lane.config.first_byte_timeout
+        stack = AsyncExitStack()
         try:
-            http = await stack.enter_async_context(
-                self._engine.transport.stream(provider.chat_request(request, stream=True))
-            )
-            if http.status >= 400:
-                body = await http.read()
-                raise provider.failure(http.status, http.headers, body, self._engine.clock.wall())
-            progress = _Progress()
-            events = _events(http, source, progress)
-            stack.push_async_callback(events.aclose)
-            buffered = await self._first_token(events, progress)
-            return _Opened(stack, events, buffered, progress)
+            async with asyncio.timeout(limit):
+                opened = await self._first_token(source, request, stack)
+                opened.splice = splice
+                return opened
+        except TimeoutError:
+            await stack.aclose()
+            wait = format_duration(limit or 0)
+            raise AttemptFailure(
+                "timeout", f"no first token within first_byte_timeout {wait} of sending"
+            ) from None
         except BaseException:
             await stack.aclose()
             raise
 
     async def _first_token(
-        self, events: AsyncIterator[ChatChunk], progress: _Progress
-    ) -> list[ChatChunk]:
-        limit = self.lane.config.first_byte_timeout
+        self, source: Source, request: ChatRequest, stack: AsyncExitStack
+    ) -> _Opened:
+        provider = source.provider
+        http = await stack.enter_async_context(
+            self._engine.transport.stream(provider.chat_request(request, stream=True))
+        )
+        if http.status >= 400:
+            body = await http.read()
+            raise provider.failure(http.status, http.headers, body, self._engine.clock.wall())
+        progress = _Progress()
+        events = _events(http, source, progress)
+        stack.push_async_callback(events.aclose)
         buffered: list[ChatChunk] = []
-        try:
-            async with asyncio.timeout(limit):
-                async for chunk in events:
-                    buffered.append(chunk)
-                    if chunk.content or chunk.reasoning_content or _has_tool_delta(chunk):
-                        return buffered
-                    if chunk.finish_reason is not None:
-                        break
-        except TimeoutError:
-            raise AttemptFailure(
-                "timeout", f"no first token within first_byte_timeout {format_duration(limit or 0)}"
-            ) from None
+        async for chunk in events:
+            buffered.append(chunk)
+            if chunk.content or chunk.reasoning_content or _has_tool_delta(chunk):
+                return _Opened(stack, events, buffered, progress, request)
+            if chunk.finish_reason is not None:
+                break
         if progress.finished and "empty" not in self.lane.policy.retry_on:
-            return buffered
+            return _Opened(stack, events, buffered, progress, request)
         if progress.finished:
             raise AttemptFailure("empty", "the upstream streamed an empty completion")
         raise AttemptFailure("cut", "stream ended before its first token")
 
-    async def _forward(self, opened: _Opened) -> AsyncGenerator[ChatChunk, None]:
-        progress = opened.progress
+    async def _forward(self, segment: _Segment) -> AsyncGenerator[ChatChunk, None]:
+        opened = segment.opened
+        progress, splice = opened.progress, opened.splice
         for chunk in opened.buffered:
-            yield self._took(chunk)
+            taken = self._spliced(splice, chunk)
+            if taken is not None:
+                yield self._took(taken)
         while True:
             try:
                 upcoming = await self._next(opened.events, progress)
             except (AttemptFailure, TimeoutError) as exc:
                 if progress.finished:
                     break
-                raise self._interrupted(exc) from None
+                raise _Broken(self._why_broken(exc)) from None
             if upcoming is None:
                 break
-            yield self._took(upcoming)
+            taken = self._spliced(splice, upcoming)
+            if taken is not None:
+                yield self._took(taken)
         if not progress.finished:
-            raise self._interrupted(AttemptFailure("cut", "stream ended without its final chunk"))
-        self._segments.append(progress.usage)
+            raise _Broken(AttemptFailure("cut", "stream ended without its final chunk"))
+
+    @staticmethod
+    def _spliced(splice: _Splice | None, chunk: ChatChunk) -> ChatChunk | None:
+        if splice is None:
+            return chunk
+        try:
+            return splice.take(chunk)
+        except AttemptFailure as failure:
+            raise _Broken(failure) from None
 
     async def _next(
         self, events: AsyncIterator[ChatChunk], progress: _Progress
@@ -269,21 +401,63 @@ class ChatStream:
     def _took(self, chunk: ChatChunk) -> ChatChunk:
         if chunk.content:
             self._content.append(chunk.content)
-        if chunk.reasoning_content:
-            self._reasoning.append(chunk.reasoning_content)
         if chunk.model:
             self.model = chunk.model
+        if _has_tool_delta(chunk):
+            self._tool_deltas = True
         return chunk
 
-    def _interrupted(self, cause: BaseException) -> StreamInterrupted:
-        expired = self._deadline.expired(self._engine.clock.now())
-        if expired:
-            why = "the deadline passed mid-stream"
-        elif isinstance(cause, TimeoutError):
-            why = f"no data for idle_timeout {format_duration(self.lane.config.idle_timeout or 0)}"
+    def _why_broken(self, cause: BaseException) -> AttemptFailure:
+        if self._deadline.expired(self._engine.clock.now()):
+            return AttemptFailure("deadline", "the deadline passed mid-stream")
+        if isinstance(cause, TimeoutError):
+            idle = format_duration(self.lane.config.idle_timeout or 0)
+            return AttemptFailure("timeout", f"no data for idle_timeout {idle}")
+        if isinstance(cause, AttemptFailure):
+            return cause
+        return AttemptFailure("cut", str(cause))
+
+    async def _settle(self, segment: _Segment, broken: AttemptFailure | None) -> None:
+        """Close the segment's attempt: its record, its usage, its slot and quota.
+
+        A segment that neither finished nor broke was given up by its caller
+        (closed, cancelled): it settles what it consumed without judging the source.
+        """
+        opened, admission = segment.opened, self._engine.loop.admission
+        finished = broken is None and opened.progress.finished
+        usage = self._segment_usage(opened, estimate=not finished)
+        tokens = used_tokens(usage) if usage.known else None
+        elapsed = self._engine.clock.now() - segment.held.started
+        opening = self._attempts[segment.index]
+        if finished:
+            attempt = dataclasses.replace(opening, elapsed=elapsed)
+        elif broken is None:
+            attempt = Attempt(opening.source, "cancelled", elapsed, message="closed by the caller")
         else:
-            why = str(cause)
-        self.attempts += (Attempt(self.source or "?", "cut", self.elapsed, message=why),)
+            attempt = Attempt(opening.source, broken.label, elapsed, message=broken.message)
+        continued = dataclasses.replace(attempt, continuation=segment.continuation)
+        self._attempts[segment.index] = continued
+        self._parts.append(_Part(segment.index, usage))
+        if finished:
+            await admission.settle(segment.held, None, tokens)
+        elif broken is None or broken.kind == "deadline":
+            await admission.abandon(segment.held, tokens)
+        else:
+            await admission.settle(segment.held, broken, tokens)
+
+    def _segment_usage(self, opened: _Opened, *, estimate: bool) -> Usage:
+        """The provider's usage; else an estimate where the lane or a break calls for one."""
+        progress = opened.progress
+        reported = progress.usage or NO_USAGE
+        return chat_usage_or_estimate(
+            reported,
+            estimate or self.lane.config.estimate_missing_usage,
+            opened.request.messages,
+            "".join(progress.content),
+            "".join(progress.reasoning),
+        )
+
+    def _interrupted(self, why: str) -> StreamInterrupted:
         return StreamInterrupted(
             f"lane {self.lane.name}: stream interrupted after content was sent: {why}",
             lane=self.lane.name,
@@ -292,17 +466,29 @@ class ChatStream:
             deadline=self.lane.config.deadline,
         )
 
-    def _continuation(self, lane: Lane) -> tuple[Lane | None, ChatRequest]:
-        """A lane view of the prefill sources not yet tried, and the prefilled request."""
-        if not lane.config.continue_on_cut or self._deadline.expired(self._engine.clock.now()):
-            return None, self._request
-        tried = {a.source for a in self.attempts}
-        sources = [s for s in lane.sources if s.config.accepts_prefill and s.name not in tried]
-        if not sources:
-            return None, self._request
-        prefill = {"role": "assistant", "content": self.content}
-        request = ChatRequest([*self._request.messages, prefill], self._request.params)
-        return dataclasses.replace(lane, sources=sources), request
+    def _continuation(self, lane: Lane) -> Lane | None:
+        """A lane view of the sources that may continue the answer, not yet tried.
+
+        ``continue_on_cut: true`` continues on sources that ``accepts_prefill``;
+        ``restart`` also asks the others afresh (their answer is spliced), unless
+        tool-call deltas were sent, which a text comparison cannot vouch for.
+        """
+        mode = lane.config.continue_on_cut
+        if not mode or self._deadline.expired(self._engine.clock.now()):
+            return None
+        restart = mode == "restart" and not self._tool_deltas
+        tried = {a.source for a in self._attempts}
+        sources = [
+            s for s in lane.sources if s.name not in tried and (s.config.accepts_prefill or restart)
+        ]
+        return dataclasses.replace(lane, sources=sources) if sources else None
+
+
+def _marked(attempts: tuple[Attempt, ...], continuation: bool) -> list[Attempt]:
+    """Attempts of a continuation, marked as such."""
+    if not continuation:
+        return list(attempts)
+    return [dataclasses.replace(a, continuation=True) for a in attempts]
 
 
 async def _events(
@@ -319,6 +505,10 @@ async def _events(
             continue
         if chunk is None:
             return
+        if chunk.content:
+            progress.content.append(chunk.content)
+        if chunk.reasoning_content:
+            progress.reasoning.append(chunk.reasoning_content)
         if chunk.finish_reason is not None:
             progress.finished = True
         if chunk.usage is not None:
@@ -335,25 +525,14 @@ def _has_tool_delta(chunk: ChatChunk) -> bool:
     return bool((choices[0].get("delta") or {}).get("tool_calls"))
 
 
-def combined_usage(segments: list[Usage | None]) -> Usage | None:
-    """Usage across continued segments: unknown if any segment's is unknown."""
-    if not segments:
-        return None
-    if len(segments) == 1:
-        return segments[0]
-    if any(u is None or not u.known for u in segments):
-        return Usage()
-    known = [u for u in segments if u is not None]
-
-    def total(name: str) -> int | None:
-        values = [getattr(u, name) for u in known]
-        return None if None in values else sum(values)
-
-    return Usage(
-        total("prompt_tokens"),
-        total("completion_tokens"),
-        total("total_tokens"),
-        total("reasoning_tokens"),
-        total("cached_tokens"),
-        source="provider",
-    )
+def _with_content(chunk: ChatChunk, text: str) -> ChatChunk:
+    """``chunk`` carrying ``text`` as its content and nothing held back before it."""
+    raw = chunk.raw
+    choices = (raw or {}).get("choices") or []
+    if raw is not None and choices:
+        delta = {
+            k: v for k, v in (choices[0].get("delta") or {}).items() if k != "reasoning_content"
+        }
+        first = {**choices[0], "delta": {**delta, "content": text}}
+        raw = {**raw, "choices": [first, *choices[1:]]}
+    return dataclasses.replace(chunk, content=text, reasoning_content="", raw=raw)

@@ -3,7 +3,8 @@
 One classification keeps the three policies consistent. Rejections and
 invalid results say nothing about a source's health (the same request would
 fail anywhere), so they are ``NEUTRAL``: a lane that sends a bad request must
-not trip its own breaker.
+not trip its own breaker. So is a restarted stream whose answer differs from
+the text already sent (``diverged``): a model may word an answer differently.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Protocol
 
 from laneway.core.errors import AttemptFailure
 
-NEUTRAL_KINDS = frozenset({"rejected", "context_length", "dimension"})
+NEUTRAL_KINDS = frozenset({"rejected", "context_length", "dimension", "diverged"})
 
 
 class Verdict(enum.Enum):

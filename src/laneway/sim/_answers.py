@@ -22,6 +22,7 @@ from laneway.sim._request import (
     Request,
     assistant_turns,
     embedding_inputs,
+    prefill_text,
     prompt_chars,
     requested_dimensions,
     requested_model,
@@ -127,11 +128,29 @@ def plan_completion(
 
 
 def _pieces(behaviour: Behaviour, request: Request) -> tuple[str, ...]:
-    """The answer's deltas: the usual sentence, or one JSON object under `json_after`."""
+    """The answer's deltas: the usual sentence, or one JSON object under `json_after`.
+
+    A request ending in an assistant prefill that begins the sentence gets the
+    rest of it, as a model continues its own partial answer.
+    """
     if behaviour.json_after is None:
-        return answer_pieces(behaviour.chunks)
+        return _continued(answer_pieces(behaviour.chunks), prefill_text(request))
     valid = assistant_turns(request) >= behaviour.json_after
     return (JSON_ANSWER if valid else JSON_WRONG,)
+
+
+def _continued(pieces: tuple[str, ...], prefill: str | None) -> tuple[str, ...]:
+    """The deltas after `prefill`, when the answer begins with it; all of them otherwise."""
+    if not prefill or not "".join(pieces).startswith(prefill):
+        return pieces
+    rest: list[str] = []
+    at = 0
+    for piece in pieces:
+        end = at + len(piece)
+        if end > len(prefill):
+            rest.append(piece[max(len(prefill) - at, 0) :])
+        at = end
+    return tuple(rest)
 
 
 def json_reply(payload: object, status: int = 200, headers: Headers | None = None) -> Reply:

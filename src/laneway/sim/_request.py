@@ -59,6 +59,15 @@ def last_role(request: Request) -> str | None:
     return role if isinstance(role, str) else None
 
 
+def prefill_text(request: Request) -> str | None:
+    """The text of a final assistant message (a prefill the answer continues), if any."""
+    messages = _messages(request)
+    if not messages or messages[-1].get("role") != "assistant":
+        return None
+    content = messages[-1].get("content")
+    return content if isinstance(content, str) else None
+
+
 def assistant_turns(request: Request) -> int:
     """How many earlier answers the conversation carries (re-asks add one each)."""
     return sum(1 for message in _messages(request) if message.get("role") == "assistant")
