@@ -39,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.cli.probe import main as probe_main
 
         return probe_main(args[1:])
+    if args[:1] == ["size"]:
+        from laneway.cli.size import main as size_main
+
+        return size_main(args[1:])
     if args[:1] == ["simulate"]:
         from laneway.cli.simulate import main as simulate_main
 
@@ -64,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
     sub.add_parser("simulate", help="chaos scenarios against the simulator (--help)")
+    sub.add_parser("size", help="deadline, timeouts and retries from measured latencies (--help)")
     return parser
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
-_DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB|KB|MB|GB)\s*$")
 _SIZE_SCALE = {
     "B": 1,
@@ -19,7 +19,7 @@ _SIZE_SCALE = {
 
 
 def parse_duration(text: str | float | int) -> float:
-    """Return seconds for ``250ms``, ``7s``, ``2m``, ``1h`` (a bare number is seconds)."""
+    """Return seconds for ``250ms``, ``7s``, ``2m``, ``1h``, ``7d`` (a bare number is seconds)."""
     if isinstance(text, bool):
         raise ValueError(f"not a duration: {text!r}")
     if isinstance(text, int | float):
@@ -28,7 +28,7 @@ def parse_duration(text: str | float | int) -> float:
         return float(text)
     match = _DURATION.match(text)
     if match is None:
-        raise ValueError(f"not a duration: {text!r} (write e.g. 250ms, 7s, 2m)")
+        raise ValueError(f"not a duration: {text!r} (write e.g. 250ms, 7s, 2m, 7d)")
     return float(match.group(1)) * _DURATION_SCALE[match.group(2)]
 
 

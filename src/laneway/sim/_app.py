@@ -35,6 +35,9 @@ from laneway.sim._spec import Behaviour, SpecError, parse_spec
 from laneway.sim._state import SimState
 from laneway.sim._stream import Cut, Pause, Step, stream_steps
 
+SLOW_SEED = 0x5EED
+"""Mixed into ``seed`` for the ``slow`` draws (their own stream)."""
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -203,7 +206,7 @@ class SimApp:
         behaviour, request = admitted
         refusal = choose_refusal(behaviour, spec, request, self._state, now)
         streaming = refusal is None and endpoint == _CHAT and wants_stream(request)
-        wait = behaviour.sleep if streaming else behaviour.sleep + behaviour.ttfb
+        wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
         if await _client_left_within(receive, wait):
             return
         answer = self._answer(behaviour, endpoint, request, refusal)
@@ -225,7 +228,7 @@ class SimApp:
         behaviour, call = admitted
         refusal = choose_refusal(behaviour, spec, call.request, self._state, now)
         streaming = refusal is None and call.stream
-        wait = behaviour.sleep if streaming else behaviour.sleep + behaviour.ttfb
+        wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
         if await _client_left_within(receive, wait):
             return
         answer = self._native_answer(dialect, behaviour, call, refusal)
@@ -233,6 +236,17 @@ class SimApp:
             await _send_reply(send, answer)
         else:
             await _send_stream(send, receive, answer)
+
+    def _sleep(self, behaviour: Behaviour, spec: str) -> float:
+        """``sleep``, or ``slow_sleep`` for the share ``slow`` of requests (a latency tail).
+
+        The draws come from a generator of their own, seeded apart from
+        ``flaky``'s, so the slow requests are not the failing ones.
+        """
+        if behaviour.slow is None:
+            return behaviour.sleep
+        draw = self._state.rng(f"{spec}#slow", behaviour.seed ^ SLOW_SEED).random()
+        return behaviour.slow_sleep if draw < behaviour.slow else behaviour.sleep
 
     def _admit_native(
         self, dialect: Dialect, spec: str, method: str, endpoint: str, body: bytes, now: float

@@ -19,6 +19,8 @@ class Behaviour:
     """What one spec asks the sim to do; each field is named after its URL token."""
 
     sleep: float = 0.0
+    slow: float | None = None
+    slow_sleep: float = 0.0
     status: int | None = None
     retry_after: str | None = None
     retry_after_ms: str | None = None
@@ -132,6 +134,8 @@ _FLAG_TOKENS = frozenset(
 
 _VALUE_TOKENS: dict[str, Callable[[str], object]] = {
     "sleep": _seconds,
+    "slow": _probability,
+    "slow_sleep": _seconds,
     "status": _status,
     "retry_after": _header_seconds,
     "retry_after_ms": _header_seconds,

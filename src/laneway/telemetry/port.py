@@ -38,6 +38,23 @@ class SpendRow:
     estimated_cost_usd: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class CallSample:
+    """One recorded call as ``laneway size`` reads it: its attempts, in order.
+
+    ``attempts`` holds each attempt as telemetry stored it (``source``,
+    ``outcome``, ``elapsed_ms``, ``status``...); for a stream, an ``ok``
+    attempt's ``elapsed_ms`` is its time to first token.
+    """
+
+    time: float
+    kind: str
+    stream: bool
+    outcome: str
+    latency_ms: float
+    attempts: tuple[dict[str, Any], ...]
+
+
 class TelemetryStore(Protocol):
     """A database of call rows. Adapters: ``SqliteTelemetryStore``, ``PostgresTelemetryStore``."""
 
@@ -51,6 +68,10 @@ class TelemetryStore(Protocol):
 
     async def query_spend(self, since: float, by: str) -> list[SpendRow]:
         """Spend of calls started at or after Unix time ``since``, grouped by ``by``."""
+        ...
+
+    async def query_calls(self, since: float, lane: str) -> list[CallSample]:
+        """The calls of ``lane`` started at or after ``since``, oldest first."""
         ...
 
     async def close(self) -> None:

@@ -12,13 +12,15 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from laneway.telemetry.port import Row, SpendRow, TelemetryError
+from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryError
 from laneway.telemetry.schema import (
     COLUMN_NAMES,
     SCHEMA_VERSION,
     TABLE,
     VERSION_TABLE,
     add_column,
+    call_sample,
+    calls_select,
     check_version,
     create_table,
     missing_columns,
@@ -68,6 +70,13 @@ class PostgresTelemetryStore:
         async with self._ready.acquire() as conn:
             rows = await conn.fetch(sql, since)
         return [SpendRow(*row) for row in rows]
+
+    async def query_calls(self, since: float, lane: str) -> list[CallSample]:
+        """``lane``'s calls since ``since``, oldest first."""
+        sql = calls_select(self._table(TABLE), ("$1", "$2"))
+        async with self._ready.acquire() as conn:
+            rows = await conn.fetch(sql, since, lane)
+        return [call_sample(tuple(row)) for row in rows]
 
     async def close(self) -> None:
         """Close the pool."""

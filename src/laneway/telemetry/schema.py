@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from laneway.telemetry.port import TelemetryError
+import orjson
+
+from laneway.telemetry.port import CallSample, TelemetryError
 
 SCHEMA_VERSION = 1
 TABLE = "calls"
@@ -148,6 +150,28 @@ def spend_select(table: str, by: str, placeholder: str) -> str:
         "SUM(CASE WHEN cost_status = 'estimated' THEN cost_usd END)",
     ]
     return f"SELECT {', '.join(fields)} FROM {table} WHERE time >= {placeholder} GROUP BY {column}"
+
+
+CALLS_COLUMNS = ("time", "kind", "stream", "outcome", "latency_ms", "attempts_json")
+"""What ``calls_select`` reads, in ``CallSample`` order."""
+
+
+def calls_select(table: str, placeholders: tuple[str, str]) -> str:
+    """One lane's calls since a time, oldest first (cache hits made no attempt: left out)."""
+    since, lane = placeholders
+    return (
+        f"SELECT {', '.join(CALLS_COLUMNS)} FROM {table} "
+        f"WHERE time >= {since} AND lane = {lane} AND attempts > 0 ORDER BY time"
+    )
+
+
+def call_sample(row: Sequence[Any]) -> CallSample:
+    """A ``calls_select`` row as a ``CallSample`` (the attempts' JSON parsed)."""
+    time, kind, stream, outcome, latency_ms, attempts = row
+    parsed = orjson.loads(attempts) if isinstance(attempts, str | bytes) else attempts or []
+    return CallSample(
+        float(time), str(kind), bool(stream), str(outcome), float(latency_ms), tuple(parsed)
+    )
 
 
 def _count(condition: str) -> str:

@@ -19,13 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from laneway.telemetry.port import Row, SpendRow
+from laneway.telemetry.port import CallSample, Row, SpendRow
 from laneway.telemetry.schema import (
     COLUMN_NAMES,
     SCHEMA_VERSION,
     TABLE,
     VERSION_TABLE,
     add_column,
+    call_sample,
+    calls_select,
     check_version,
     create_table,
     missing_columns,
@@ -70,6 +72,12 @@ class SqliteTelemetryStore:
         sql = spend_select(TABLE, by, "?")
         rows = await self._run(lambda: self._db.execute(sql, (since,)).fetchall())
         return [SpendRow(*row) for row in rows]
+
+    async def query_calls(self, since: float, lane: str) -> list[CallSample]:
+        """``lane``'s calls since ``since``, oldest first."""
+        sql = calls_select(TABLE, ("?", "?"))
+        rows = await self._run(lambda: self._db.execute(sql, (since, lane)).fetchall())
+        return [call_sample(row) for row in rows]
 
     async def close(self) -> None:
         """Close the connection and let the worker thread go."""

@@ -1,0 +1,282 @@
+"""``laneway size [LANE]``: a deadline, timeouts and retries from measured latencies.
+
+From telemetry (default): per source, the latency and first-token
+distributions of answered attempts and the failure mix; then candidate
+settings (``attempt_timeout`` at percentiles of the answers, ``retries``
+0..3, the lane's backoff, a deadline that fits ``client_deadline``), each
+replayed through the real call loop in virtual time; the recommended row, why,
+and the YAML to paste. ``--measure`` instead runs candidates live and reports
+their real worst wall. ``--check`` exits non-zero when a lane's configured
+settings leave less than ``--margin`` under its ``client_deadline`` at the
+recorded p99, or cut more than ``--max-cut`` of the answers telemetry saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from laneway.config.load import load_config
+from laneway.config.models import LaneConfig, LanewayConfig
+from laneway.core.errors import ConfigError
+from laneway.core.units import format_duration, parse_duration
+from laneway.http.aiohttp import AiohttpTransport
+from laneway.sizing.candidates import Goal, Settings, candidates, recommend, score
+from laneway.sizing.measure import Measured, measure, slow_sources
+from laneway.sizing.render import candidates_table, evidence, table, yaml_snippet
+from laneway.sizing.samples import RecordedCall, profiles, recorded_calls
+from laneway.telemetry import SqliteTelemetryStore, store_for_url
+
+DEFAULT_MARGIN = 1.0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``laneway size``; the exit status says whether every check passed."""
+    ns = _parser().parse_args(argv)
+    try:
+        config, environ = load_config(ns.config)
+        lanes = _lanes(config, ns.lane)
+        percentiles = [float(p) for p in ns.percentiles.split(",")]
+        since = time.time() - parse_duration(ns.since)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if ns.measure:
+        return _measure(ns, config, environ, lanes[0])
+    try:
+        recorded = asyncio.run(_recorded(config, Path(ns.config).parent, lanes, since, ns.sample))
+    except Exception as exc:
+        print(f"error: cannot read telemetry: {exc}", file=sys.stderr)
+        return 2
+    status = 0
+    for name in lanes:
+        goal = _goal(config.lanes[name], ns)
+        calls = recorded.get(name, [])
+        if ns.check:
+            status |= _check(name, config.lanes[name], calls, goal, ns.max_cut)
+        else:
+            _report(name, config.lanes[name], calls, goal, percentiles)
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="laneway size", description=__doc__.splitlines()[0])
+    parser.add_argument("lane", nargs="?", help="the lane (every lane with --check)")
+    parser.add_argument("--config", default="laneway.yaml")
+    parser.add_argument("--since", default="7d", help="telemetry window, e.g. 24h, 7d (default)")
+    parser.add_argument("--sample", type=int, default=2000, help="most recent calls replayed")
+    parser.add_argument("--percentiles", default="90,99,99.9", help="timeout candidates")
+    parser.add_argument("--client-deadline", type=parse_duration, help="overrides the lane's")
+    parser.add_argument(
+        "--margin", type=parse_duration, default=DEFAULT_MARGIN, help="kept under the deadline"
+    )
+    parser.add_argument("--check", action="store_true", help="fail on configured settings")
+    parser.add_argument(
+        "--max-cut", type=float, default=0.01, help="--check: share of answers a timeout may cut"
+    )
+    parser.add_argument("--measure", action="store_true", help="measure candidates live")
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        metavar="TIMEOUT/RETRIES",
+        help="--measure: e.g. 8s/2 (repeat; default: the lane's current settings)",
+    )
+    parser.add_argument("--runs", type=int, default=2, help="--measure: runs per candidate")
+    parser.add_argument("--max-calls", type=int, default=20, help="--measure: upstream requests")
+    parser.add_argument(
+        "--slow-upstream",
+        type=parse_duration,
+        metavar="SECONDS",
+        help="--measure: a simulated upstream answering after SECONDS instead of the sources",
+    )
+    return parser
+
+
+def _lanes(config: LanewayConfig, lane: str | None) -> list[str]:
+    if lane is None:
+        return list(config.lanes)
+    if lane not in config.lanes:
+        raise ConfigError(f"unknown lane {lane!r}; lanes: {', '.join(config.lanes)}")
+    return [lane]
+
+
+def _goal(lane: LaneConfig, ns: argparse.Namespace) -> Goal:
+    client = ns.client_deadline if ns.client_deadline is not None else lane.client_deadline
+    return Goal(client, ns.margin)
+
+
+async def _recorded(
+    config: LanewayConfig, base: Path, lanes: Sequence[str], since: float, sample: int
+) -> dict[str, list[RecordedCall]]:
+    store = store_for_url(config.telemetry.url, base)
+    if store is None:
+        raise ConfigError("telemetry is off (telemetry.url: none): nothing was recorded")
+    if isinstance(store, SqliteTelemetryStore) and not store.path.exists():
+        return {}
+    await store.open()
+    try:
+        return {
+            name: recorded_calls((await store.query_calls(since, name))[-sample:]) for name in lanes
+        }
+    finally:
+        await store.close()
+
+
+def _report(
+    name: str,
+    lane: LaneConfig,
+    calls: list[RecordedCall],
+    goal: Goal,
+    percentiles: Sequence[float],
+) -> None:
+    if not calls:
+        print(f"lane {name}: no recorded calls in that window; send traffic or use --measure")
+        return
+    print(evidence(name, calls, profiles(calls)))
+    print()
+    scores = [score(name, lane, calls, s, goal) for s in candidates(lane, calls, goal, percentiles)]
+    pick = recommend(scores, goal)
+    print(candidates_table(scores, pick[0] if pick else None, goal))
+    print()
+    if pick is None:
+        deadline = format_duration(goal.client_deadline or 0)
+        print(
+            f"no candidate fits client_deadline {deadline} less the margin; "
+            "the upstream is too slow for this caller"
+        )
+        return
+    print(f"recommended: {pick[1]}")
+    print(yaml_snippet(name, pick[0]))
+    print()
+
+
+def _check(
+    name: str, lane: LaneConfig, calls: list[RecordedCall], goal: Goal, max_cut: float
+) -> int:
+    if not calls:
+        print(f"lane {name}: no recorded calls in that window; not checked")
+        return 0
+    current = candidates(lane, [], goal)[0]
+    result = score(name, lane, calls, current, goal)
+    problems = []
+    if goal.client_deadline is not None and (result.margin or 0) < goal.margin:
+        problems.append(
+            f"p99 wall {format_duration(result.p99_wall)} leaves "
+            f"{format_duration(max(result.margin or 0, 0))} under client_deadline "
+            f"{format_duration(goal.client_deadline)} (wanted {format_duration(goal.margin)}): "
+            "lower attempt_timeout or retries"
+        )
+    if result.cut > max_cut:
+        problems.append(
+            f"attempt_timeout {format_duration(current.attempt_timeout)} cuts {result.cut:.1%} "
+            f"of the answers telemetry saw (allowed {max_cut:.1%}): raise attempt_timeout "
+            f"(see `laneway size {name}`)"
+        )
+    for problem in problems:
+        print(f"FAIL lane {name}: {problem}")
+    if not problems:
+        print(
+            f"ok   lane {name}: p99 wall {format_duration(result.p99_wall)}, "
+            f"{result.cut:.1%} of answers cut, {len(calls)} calls replayed"
+        )
+    return 1 if problems else 0
+
+
+def _measure(
+    ns: argparse.Namespace, config: LanewayConfig, environ: dict[str, str], name: str
+) -> int:
+    lane = config.lanes[name]
+    try:
+        settings = [_candidate(text, lane, ns) for text in ns.candidate] or [
+            candidates(lane, [], _goal(lane, ns))[0]
+        ]
+    except ValueError as exc:
+        print(f"error: --candidate: {exc}", file=sys.stderr)
+        return 2
+    results, sent = asyncio.run(_measured(ns, config, environ, name, settings))
+    print(_measured_table(results, _goal(lane, ns)))
+    print(f"sent {sent} upstream request(s) (--max-calls {ns.max_calls})")
+    return 0
+
+
+async def _measured(
+    ns: argparse.Namespace,
+    config: LanewayConfig,
+    environ: dict[str, str],
+    name: str,
+    settings: list[Settings],
+) -> tuple[list[Measured], int]:
+    if ns.slow_upstream is None:
+        return await measure(
+            name,
+            config,
+            environ,
+            settings,
+            AiohttpTransport(),
+            runs=ns.runs,
+            max_calls=ns.max_calls,
+        )
+    from laneway.sim import start_in_thread
+
+    with start_in_thread() as sim:
+        lane = slow_sources(config.lanes[name], sim.base_url, ns.slow_upstream)
+        slow = config.model_copy(update={"lanes": {**config.lanes, name: lane}})
+        return await measure(
+            name,
+            slow,
+            environ,
+            settings,
+            AiohttpTransport(),
+            runs=ns.runs,
+            max_calls=ns.max_calls,
+        )
+
+
+def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> Settings:
+    """``8s/2``: attempt_timeout 8 s, 2 retries; the deadline fits the caller as usual."""
+    timeout_text, _, retries_text = text.partition("/")
+    timeout = parse_duration(timeout_text)
+    retries = int(retries_text) if retries_text else lane.retries
+    if retries < 0:
+        raise ValueError(f"{text!r}: retries must be >= 0")
+    goal = _goal(lane, ns)
+    deadline = lane.deadline if goal.client_deadline is None else goal.client_deadline - goal.margin
+    return Settings(text, timeout, retries, deadline, lane.first_byte_timeout)
+
+
+def _measured_table(results: Sequence[Measured], goal: Goal) -> str:
+    head = [
+        "candidate",
+        "attempt_timeout",
+        "retries",
+        "deadline",
+        "runs",
+        "requests",
+        "outcomes",
+        "worst wall",
+    ]
+    if goal.client_deadline is not None:
+        head.append(f"headroom vs client_deadline {format_duration(goal.client_deadline)}")
+    rows = [head]
+    for m in results:
+        s = m.settings
+        worst = m.worst
+        row = [
+            s.label,
+            format_duration(s.attempt_timeout),
+            str(s.retries),
+            format_duration(s.deadline),
+            str(len(m.walls)),
+            str(m.requests),
+            ", ".join(sorted(set(m.outcomes))) or (m.skipped or "-"),
+            "-" if worst is None else f"{worst:.2f}s",
+        ]
+        if goal.client_deadline is not None:
+            row.append("-" if worst is None else f"{goal.client_deadline - worst:+.2f}s")
+        rows.append(row)
+    return table(rows)
