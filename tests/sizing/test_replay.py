@@ -137,3 +137,11 @@ def test_settings_apply_only_their_fields() -> None:
     assert (applied.attempt_timeout, applied.retries, applied.deadline) == (2.0, 3, 7.0)
     assert applied.first_byte_timeout == 1.5
     assert applied.retry_on == config.retry_on
+
+
+def test_streams_get_a_first_byte_timeout_of_their_own() -> None:
+    plain = [RecordedCall((ok(2.0),))] * 20
+    streamed = [RecordedCall((ok(0.3),), stream=True)] * 20
+    config = lane(deadline="20s")
+    settings = candidates(config, plain + streamed, Goal(None, 1.0), percentiles=[99])
+    assert [(s.attempt_timeout, s.first_byte_timeout) for s in settings[1:2]] == [(2.5, 0.4)]
