@@ -22,9 +22,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-from bench._report import REPO_ROOT, provenance, write_section
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import yaml
+
+from _report import REPO_ROOT, provenance, write_section
 from laneway.config.load import load_config
 from laneway.core.types import ChatRequest
 from laneway.engine.gateway import Engine
@@ -42,7 +44,7 @@ CALLS = 400
 
 
 def laneway(*args: str) -> str:
-    """Run the ``laneway`` command of this checkout; its output (stdout and stderr)."""
+    """Run the ``laneway`` command of this checkout; its standard output."""
     done = subprocess.run(
         [str(REPO_ROOT / ".venv/bin/laneway"), *args],
         capture_output=True,
@@ -50,7 +52,7 @@ def laneway(*args: str) -> str:
         check=False,
         cwd=REPO_ROOT,
     )
-    return done.stdout + done.stderr
+    return done.stdout
 
 
 def measure_section() -> str:

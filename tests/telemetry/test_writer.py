@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from laneway.core.records import CallRecord
-from laneway.telemetry import COLUMN_NAMES, Row, SpendRow, TelemetryWriter
+from laneway.telemetry import COLUMN_NAMES, CallSample, Row, SpendRow, TelemetryWriter
 from laneway.telemetry.writer import ROWS_PER_STEP
 
 RECORD = CallRecord(1_750_000_000.0, "l", "chat", "ok", 0.1, ())
@@ -37,6 +37,9 @@ class FakeStore:
         self.batches.append(list(rows))
 
     async def query_spend(self, since: float, by: str) -> list[SpendRow]:
+        return []
+
+    async def query_calls(self, since: float, lane: str) -> list[CallSample]:
         return []
 
     async def close(self) -> None:
