@@ -184,6 +184,29 @@ async def test_stream_cut_restarts_on_a_fallback_that_refuses_prefill(sim: Runni
     assert restarted is not None and restarted.completion_tokens == WORDS, "billed in full"
 
 
+@pytest.mark.parametrize("mode", [True, "restart"])
+async def test_a_declared_prefill_source_that_refuses_it_is_asked_again_only_under_restart(
+    sim: RunningSim, mode: object
+) -> None:
+    fallback = unique_spec(f"chunks={WORDS},reject_prefill")
+    config = lane(
+        source(sim, "a", unique_spec(f"chunks={WORDS},cut_after=40")),
+        source(sim, "b", fallback, priority=1, accepts_prefill=True),
+        continue_on_cut=mode,
+    )
+    stream, failure, _, record = await run(config)
+    outcomes = [(a.source, a.outcome, a.continuation) for a in record.attempts]
+    if mode == "restart":
+        assert failure is None and stream.content == FULL_ANSWER
+        assert outcomes == [("a", "cut", False), ("b", "400", True), ("b", "ok", True)]
+        assert await sim_hits(sim, fallback) == 2
+    else:
+        assert isinstance(failure, StreamInterrupted)
+        assert stream.content == "".join(answer_pieces(WORDS)[:40])
+        assert outcomes == [("a", "cut", False), ("b", "400", True)]
+        assert await sim_hits(sim, fallback) == 1
+
+
 async def test_a_restarted_answer_that_differs_is_never_spliced(sim: RunningSim) -> None:
     config = lane(
         source(sim, "a", unique_spec(f"chunks={WORDS},cut_after=40")),

@@ -157,6 +157,7 @@ class ChatStream:
         self.model: str | None = None
         self._attempts: list[Attempt] = []
         self._parts: list[_Part] = []
+        self._refusals: list[Attempt] = []
         self.malformed_events = 0
         self.first_token_at: float | None = None
         self._content: list[str] = []
@@ -281,10 +282,12 @@ class ChatStream:
                 hold=True,
             )
         except CallFailed as exc:
-            self._attempts.extend(_marked(exc.attempts, continuation))
+            self._attempts.extend([*_marked(exc.attempts, continuation), *self._refusals])
+            self._refusals.clear()
             exc.attempts = self.attempts
             raise
-        self._attempts.extend(_marked(done.attempts, continuation))
+        self._attempts.extend([*_marked(done.attempts, continuation), *self._refusals])
+        self._refusals.clear()
         assert done.held is not None, "a held run hands its attempt over"
         self.source = done.source.name
         if self.first_token_at is None:
@@ -301,17 +304,36 @@ class ChatStream:
     async def _attempt(self, source: Source, continuation: bool) -> _Opened:
         """Open the stream and read up to its first token (one attempt of the loop).
 
+        A continuation goes to a prefill source with the prefill, to any other
+        afresh, its answer to be spliced onto the text already sent. Under
+        ``continue_on_cut: restart`` a prefill source that refuses the prefill
+        (a rejection) is asked again at once without it, to be spliced.
+        """
+        if not continuation:
+            return await self._opening(source, self._request, None)
+        if not source.config.accepts_prefill:
+            return await self._opening(source, self._request, _Splice(self.content))
+        started = self._engine.clock.now()
+        try:
+            return await self._opening(source, self._prefilled(), None)
+        except AttemptFailure as failure:
+            if failure.kind != "rejected" or self.lane.config.continue_on_cut != "restart":
+                raise
+            elapsed = self._engine.clock.now() - started
+            why = f"refused the prefill ({failure.message}); asked again without it"
+            refused = Attempt(source.name, failure.label, elapsed, failure.status, message=why)
+            self._refusals.append(dataclasses.replace(refused, continuation=True))
+        return await self._opening(source, self._request, _Splice(self.content))
+
+    async def _opening(
+        self, source: Source, request: ChatRequest, splice: _Splice | None
+    ) -> _Opened:
+        """Send ``request`` and read up to its first token.
+
         ``first_byte_timeout`` runs from the moment the request is sent: an
         upstream that accepts the connection and never answers fails the
-        attempt then, like one that answers and never streams a token. A
-        continuation goes to a prefill source with the prefill, to any other
-        afresh, its answer to be spliced onto the text already sent.
+        attempt then, like one that answers and never streams a token.
         """
-        request, splice = self._request, None
-        if continuation and source.config.accepts_prefill:
-            request = self._prefilled()
-        elif continuation:
-            splice = _Splice(self.content)
         limit = self.lane.config.first_byte_timeout
         stack = AsyncExitStack()
         try:
