@@ -244,9 +244,9 @@ class ChatStream:
         return facts
 
     async def _segments_in_turn(self) -> AsyncGenerator[ChatChunk, None]:
-        lane: Lane | None = self.lane
-        continuation = False
-        while lane is not None:
+        """The answer, segment after segment, until one finishes or none can continue."""
+        lane, continuation = self.lane, False
+        while True:
             try:
                 segment = await self._open(lane, continuation)
             except CallFailed as exc:
@@ -266,9 +266,10 @@ class ChatStream:
                 await self._settle(segment, broken)
             if broken is None:
                 return
-            lane, continuation = self._continuation(lane), True
-            if lane is None:
+            rest = self._continuation(lane)
+            if rest is None:
                 raise self._interrupted(broken.message)
+            lane, continuation = rest, True
 
     async def _open(self, lane: Lane, continuation: bool) -> _Segment:
         engine = self._engine
