@@ -80,6 +80,23 @@ def catalogue_prices() -> list[tuple[str, ModelPrice]]:
     return [(f"{p.id}/{m.id}", m.get_prices(now)) for p in providers for m in p.models]
 
 
+def checked_against_catalogue(figures: Usage, reported: CatalogueUsage, cache_writes: bool) -> int:
+    """How many catalogue models laneway prices ``figures`` at exactly genai-prices' total."""
+    checked = 0
+    for name, price in catalogue_prices():
+        rate = catalogue_rate(price, name)
+        if rate is None or rate.output is None:
+            continue
+        if cache_writes and price.cache_write_mtok is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = float(price.calc_price(reported)["total_price"])
+        assert cost_of(figures, rate, "chat").usd == pytest.approx(expected, rel=1e-9), name
+        checked += 1
+    return checked
+
+
 def test_arithmetic_matches_genai_prices_for_every_catalogue_model() -> None:
     figures = usage(prompt=250_000, completion=3000, reasoning=1000, cached=100_000)
     reported = CatalogueUsage(
@@ -88,17 +105,27 @@ def test_arithmetic_matches_genai_prices_for_every_catalogue_model() -> None:
         output_tokens=3000,
         output_reasoning_tokens=1000,
     )
-    checked = 0
-    for name, price in catalogue_prices():
-        rate = catalogue_rate(price, name)
-        if rate is None or rate.output is None:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            expected = float(price.calc_price(reported)["total_price"])
-        assert cost_of(figures, rate, "chat").usd == pytest.approx(expected, rel=1e-9), name
-        checked += 1
-    assert checked > 1000
+    assert checked_against_catalogue(figures, reported, cache_writes=False) > 1000
+
+
+def test_cache_writes_at_their_own_rate_else_at_input() -> None:
+    written = Usage(1000, 0, 1000, None, 100, 600, source="provider")
+    rate = override_rate(2.0, 8.0, 0.5, cache_write_input=2.5)
+    assert cost_of(written, rate, "chat").usd == pytest.approx(
+        (300 * 2 + 100 * 0.5 + 600 * 2.5) / 1e6
+    )
+    assert cost_of(written, RATE, "chat").usd == pytest.approx((900 * 2 + 100 * 0.5) / 1e6)
+
+
+def test_cache_write_arithmetic_matches_genai_prices_for_every_catalogue_model() -> None:
+    figures = Usage(250_000, 3000, 253_000, None, 100_000, 40_000, source="provider")
+    reported = CatalogueUsage(
+        input_tokens=250_000,
+        cache_read_tokens=100_000,
+        cache_write_tokens=40_000,
+        output_tokens=3000,
+    )
+    assert checked_against_catalogue(figures, reported, cache_writes=True) > 50
 
 
 def test_a_call_in_parts_costs_their_sum_and_is_only_as_known_as_they_are() -> None:

@@ -51,3 +51,22 @@ def test_errors_exit_non_zero(tmp_path, capsys) -> None:
 def test_missing_file(missing, capsys) -> None:
     assert main(["check", missing]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_warns_when_sources_differ_in_what_they_can_carry(tmp_path, capsys) -> None:
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        "lanes:\n  x:\n    sources:\n"
+        "      - {name: main, base_url: 'http://127.0.0.1:1/v1', model: m}\n"
+        "      - {name: spare, provider: anthropic, base_url: 'http://127.0.0.1:1/v1', "
+        "model: c, max_tokens: 100}\n"
+        "  same:\n    sources:\n"
+        "      - {base_url: 'http://127.0.0.1:1/v1', model: m}\n"
+        "      - {provider: azure, base_url: 'http://127.0.0.1:1', model: d}\n"
+    )
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "x: sources differ in what they can carry: spare cannot carry n > 1, seed, logprobs" in out
+    )
+    assert "main cannot carry" not in out and "same:" not in out

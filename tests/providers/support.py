@@ -29,14 +29,15 @@ class Wire:
 
 
 OPENAI = Wire("openai", "v1")
+AZURE = Wire("azure", "", {"api_key": "sim-key", "api_version": "2024-10-21"})
 GEMINI = Wire("gemini", "v1beta")
 ANTHROPIC = Wire("anthropic", "v1", {"max_tokens": 256}, embeds=False, counts_reasoning=False)
-WIRES = [OPENAI, GEMINI, ANTHROPIC]
+WIRES = [OPENAI, GEMINI, ANTHROPIC, AZURE]
 
 
 def source(sim: RunningSim, wire: Wire, spec: str) -> dict[str, Any]:
     """A source of ``wire`` at the sim, behaving as ``spec``."""
-    url = f"{sim.base_url}/b/{spec}/{wire.root}"
+    url = f"{sim.base_url}/b/{spec}/{wire.root}".rstrip("/")
     return {"provider": wire.name, "base_url": url, "model": "sim-model", **wire.source}
 
 
@@ -61,6 +62,7 @@ def fixture(name: str) -> bytes:
 
 
 def sse_events(provider: Provider, name: str) -> list[ChatChunk | None]:
-    """Feed a stream fixture's ``data:`` lines to ``parse_event``, as the engine does."""
+    """Feed a stream fixture's ``data:`` lines to one stream parser, as the engine does."""
+    parser = provider.stream_parser()
     lines = fixture(name).splitlines()
-    return [provider.parse_event(line[5:].strip()) for line in lines if line.startswith(b"data:")]
+    return [parser.parse_event(line[5:].strip()) for line in lines if line.startswith(b"data:")]

@@ -69,7 +69,9 @@ def test_message_answer_with_thinking_and_cache_counts() -> None:
     assert (usage.completion_tokens, usage.total_tokens) == (46, 1709 + 46)
     assert usage.reasoning_tokens is None
     assert result.raw["object"] == "chat.completion"
-    assert result.raw["usage"]["prompt_tokens_details"] == {"cached_tokens": 1500}
+    details = result.raw["usage"]["prompt_tokens_details"]
+    assert details == {"cached_tokens": 1500, "cache_write_tokens": 188}
+    assert usage.cache_write_tokens == 188
 
 
 def test_answer_without_thinking_blocks_did_not_reason() -> None:
@@ -110,14 +112,14 @@ def test_stream_events() -> None:
 
 def test_stream_events_without_content_forward_nothing() -> None:
     for payload in (b'{"type": "ping"}', b'{"type":"content_block_stop","index":0}'):
-        chunk = PROVIDER.parse_event(payload)
+        chunk = PROVIDER.stream_parser().parse_event(payload)
         assert chunk is not None and chunk.raw is None and not chunk.content
 
 
 def test_stream_error_event_cuts() -> None:
     event = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}'
     with pytest.raises(AttemptFailure) as err:
-        PROVIDER.parse_event(event)
+        PROVIDER.stream_parser().parse_event(event)
     assert err.value.kind == "cut"
 
 

@@ -57,16 +57,21 @@ def test_stream_request_asks_for_sse() -> None:
 @pytest.mark.parametrize(
     ("messages", "params", "field"),
     [
-        ([{"role": "user", "content": "Hi"}], {"tools": []}, "tools"),
-        ([{"role": "tool", "content": "42"}], {}, "messages[0].role"),
+        ([{"role": "user", "content": "Hi"}], {"tools": {}}, "tools"),
+        ([{"role": "tool", "content": "42"}], {}, "messages[0].tool_call_id"),
+        (
+            [{"role": "tool", "content": "42", "tool_call_id": "call_1"}],
+            {},
+            "messages[0].tool_call_id",
+        ),
         (
             [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
             {},
-            "messages[0].content[0]",
+            "messages[0].content[0].image_url.url",
         ),
     ],
 )
-def test_what_gemini_cannot_carry_is_refused_not_dropped(messages, params, field) -> None:
+def test_malformed_requests_are_refused_naming_the_field(messages, params, field) -> None:
     with pytest.raises(RequestInvalid) as err:
         PROVIDER.chat_request(ChatRequest(messages, params), stream=False)
     assert err.value.field == field
@@ -141,10 +146,10 @@ def test_stream_events() -> None:
 
 def test_stream_error_event_cuts_and_garbage_is_malformed() -> None:
     with pytest.raises(AttemptFailure) as err:
-        PROVIDER.parse_event(b'{"error": {"code": 503, "message": "overloaded"}}')
+        PROVIDER.stream_parser().parse_event(b'{"error": {"code": 503, "message": "overloaded"}}')
     assert err.value.kind == "cut"
     with pytest.raises(ValueError):
-        PROVIDER.parse_event(b"{not json")
+        PROVIDER.stream_parser().parse_event(b"{not json")
 
 
 def test_batch_embed_request_pins_output_dimensionality() -> None:

@@ -29,9 +29,10 @@ def parse(kind: str, provider: str, extra: str = "") -> None:
             "embed",
             "anthropic",
             "        max_tokens: 100\n",
-            "anthropic sources serve chat lanes only",
+            "anthropic sources serve chat and ocr lanes only",
         ),
-        ("ocr", "gemini", "", "gemini sources serve chat and embed lanes only"),
+        ("chat", "openai", '        api_version: "2024-10-21"\n', "api_version applies to azure"),
+        ("chat", "azure", "        api_version: latest\n", "api_version"),
         ("chat", "anthropic", "", "max_tokens is required on anthropic sources"),
         ("chat", "openai", "        max_tokens: 100\n", "max_tokens applies to anthropic sources"),
     ],
@@ -47,6 +48,10 @@ def test_invalid_combinations_are_config_errors(kind, provider, extra, message) 
         ("chat", "anthropic", "        max_tokens: 100\n"),
         ("embed", "gemini", ""),
         ("chat", "gemini", ""),
+        ("ocr", "gemini", ""),
+        ("ocr", "anthropic", "        max_tokens: 100\n"),
+        ("chat", "azure", '        api_version: "2024-10-21"\n'),
+        ("embed", "azure", "        api_version: v1\n"),
     ],
 )
 def test_valid_combinations(kind, provider, extra) -> None:

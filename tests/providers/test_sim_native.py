@@ -83,3 +83,156 @@ async def test_anthropic_refusals_are_anthropic_shaped(sim, path, body, status) 
     got, raw = await post(sim, path, body)
     assert got == status
     assert orjson.loads(raw)["type"] == "error"
+
+
+def anthropic(**fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "c",
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    body.update(fields)
+    return body
+
+
+TOOL = {"name": "f", "input_schema": {"type": "object"}}
+USE = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (anthropic(n=2), "n: Extra inputs"),
+        (anthropic(temperature=1.5), "temperature"),
+        (anthropic(tool_choice={"type": "any"}), "tool_choice may only be specified"),
+        (anthropic(tools=[{"name": "f", "input_schema": {"type": "array"}}]), "input_schema.type"),
+        (
+            anthropic(
+                tools=[TOOL],
+                tool_choice={"type": "any"},
+                thinking={"type": "enabled", "budget_tokens": 1024},
+                max_tokens=2000,
+            ),
+            "Thinking may not be enabled",
+        ),
+        (anthropic(thinking={"type": "enabled", "budget_tokens": 1024}), "greater than thinking"),
+        (anthropic(messages=[{"role": "system", "content": "x"}]), "role"),
+        (anthropic(messages=[{"role": "user", "content": ""}]), "non-empty"),
+        (anthropic(messages=[{"role": "user", "content": "a"}, USE]), "tool_use blocks have no"),
+        (
+            anthropic(
+                messages=[
+                    {"role": "user", "content": "a"},
+                    USE,
+                    {"role": "user", "content": [{"type": "text", "text": "no result"}]},
+                ]
+            ),
+            "without tool_result",
+        ),
+        (
+            anthropic(
+                messages=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": "image/bmp",
+                                    "data": "AA",
+                                },
+                            }
+                        ],
+                    }
+                ]
+            ),
+            "media_type",
+        ),
+    ],
+)
+async def test_anthropic_checks_every_field(sim, body, words) -> None:
+    status, raw = await post(sim, "/v1/messages", body)
+    error = orjson.loads(raw)
+    assert status == 400 and error["type"] == "error"
+    assert words in error["error"]["message"]
+
+
+def gemini(**fields: Any) -> dict[str, Any]:
+    return {"contents": HI, **fields}
+
+
+CALL = {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (gemini(generation_config={}), 'Unknown name "generation_config"'),
+        (gemini(generationConfig={"n": 2}), 'Unknown name "n"'),
+        (gemini(generationConfig={"responseSchema": {"type": "OBJECT"}}), "responseMimeType"),
+        (
+            gemini(
+                generationConfig={
+                    "responseMimeType": "application/json",
+                    "responseSchema": {"type": "OBJECT", "properties": {}},
+                }
+            ),
+            "non-empty for OBJECT",
+        ),
+        (
+            gemini(
+                generationConfig={
+                    "responseMimeType": "application/json",
+                    "responseSchema": {"type": "OBJECT", "additionalProperties": False},
+                }
+            ),
+            'Unknown name "additionalProperties"',
+        ),
+        (gemini(contents=[{"role": "assistant", "parts": [{"text": "x"}]}]), "valid role"),
+        (
+            gemini(contents=[{"role": "user", "parts": [{"text": "x", "inlineData": {}}]}]),
+            "exactly one",
+        ),
+        (
+            gemini(
+                contents=[
+                    *HI,
+                    CALL,
+                    {
+                        "role": "user",
+                        "parts": [{"functionResponse": {"name": "f", "response": {}}}] * 2,
+                    },
+                ]
+            ),
+            "number of function response parts",
+        ),
+        (gemini(tools=[{"functionDeclarations": [{"name": "1f"}]}]), "Invalid function name"),
+        (
+            gemini(
+                toolConfig={
+                    "functionCallingConfig": {"mode": "AUTO", "allowedFunctionNames": ["f"]}
+                }
+            ),
+            "allowed_function_names",
+        ),
+    ],
+)
+async def test_gemini_checks_every_field(sim, body, words) -> None:
+    status, raw = await post(sim, "/v1beta/models/g:generateContent", body)
+    assert status == 400
+    assert words in orjson.loads(raw)["error"]["message"]
+
+
+async def test_azure_wants_an_api_version_and_a_key(sim) -> None:
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    path = "/openai/deployments/d/chat/completions"
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{sim.base_url}{path}", json=chat, headers={"api-key": "k"}) as r:
+            assert r.status == 404
+        async with session.post(f"{sim.base_url}{path}?api-version=2024-10-21", json=chat) as r:
+            assert r.status == 401
+        url = f"{sim.base_url}{path}?api-version=2024-10-21"
+        async with session.post(url, json=chat, headers={"api-key": "k"}) as r:
+            answer = await r.json()
+    assert answer["model"] == "d" and answer["choices"][0]["content_filter_results"]

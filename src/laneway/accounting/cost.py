@@ -42,16 +42,19 @@ def cost_of(usage: Usage, rate: Rate | None, kind: str) -> Cost:
     output = _output_usd(prompt, completion or 0, usage.reasoning_tokens, rate)
     if output is None:
         return UNPRICED
-    usd = _input_usd(prompt, usage.cached_tokens, rate) + output + (rate.per_request or 0.0)
+    usd = _input_usd(prompt, usage, rate) + output + (rate.per_request or 0.0)
     return Cost(usd, "estimated" if usage.source == "estimated" else "priced")
 
 
-def _input_usd(prompt: int, cached: int | None, rate: Rate) -> float:
-    """Prompt tokens; the cached part at the cached rate when there is one."""
-    cached = min(cached or 0, prompt)
-    cached_rate = rate.cached_input or rate.input
-    fresh = (prompt - cached) * rate.input.at(prompt)
-    return (fresh + cached * cached_rate.at(prompt)) / PER_MILLION
+def _input_usd(prompt: int, usage: Usage, rate: Rate) -> float:
+    """Prompt tokens; cache reads and cache writes each at their own rate when there is one."""
+    read = min(usage.cached_tokens or 0, prompt)
+    written = min(usage.cache_write_tokens or 0, prompt - read)
+    read_rate = rate.cached_input or rate.input
+    write_rate = rate.cache_write or rate.input
+    fresh = (prompt - read - written) * rate.input.at(prompt)
+    cached = read * read_rate.at(prompt) + written * write_rate.at(prompt)
+    return (fresh + cached) / PER_MILLION
 
 
 def _output_usd(prompt: int, completion: int, reasoning: int | None, rate: Rate) -> float | None:

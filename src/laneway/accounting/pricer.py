@@ -39,6 +39,8 @@ class PriceSpec(Protocol):
     def output(self) -> float | None: ...
     @property
     def cached_input(self) -> float | None: ...
+    @property
+    def cache_write_input(self) -> float | None: ...
 
 
 class SourceSpec(Protocol):
@@ -151,7 +153,7 @@ def own_price(source: SourceSpec) -> FixedPrice | None:
     own = source.price
     if own is None:
         return None
-    return FixedPrice(override_rate(own.input, own.output, own.cached_input))
+    return FixedPrice(override_rate(own.input, own.output, own.cached_input, own.cache_write_input))
 
 
 def catalogue_prices(wanted: Sequence[tuple[str, str]]) -> list[CataloguePrice | None]:

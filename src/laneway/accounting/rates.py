@@ -47,22 +47,31 @@ class Rate:
     nevertheless produced completion tokens is then unpriced. ``cached_input``
     and ``reasoning`` fall back to ``input`` and ``output``: reasoning tokens
     are part of completion tokens, only priced apart where the catalogue says so.
+    ``cache_write`` (prompt-cache writes, e.g. Anthropic's 1.25x input) falls
+    back to ``input``.
     """
 
     input: Tiered
     output: Tiered | None = None
     cached_input: Tiered | None = None
     reasoning: Tiered | None = None
+    cache_write: Tiered | None = None
     per_request: float | None = None
     origin: str = ""
 
 
-def override_rate(input: float, output: float | None, cached_input: float | None) -> Rate:
+def override_rate(
+    input: float,
+    output: float | None,
+    cached_input: float | None,
+    cache_write_input: float | None = None,
+) -> Rate:
     """The rate of a source's own ``price:`` block."""
     return Rate(
         input=Tiered(input),
         output=None if output is None else Tiered(output),
         cached_input=None if cached_input is None else Tiered(cached_input),
+        cache_write=None if cache_write_input is None else Tiered(cache_write_input),
         origin="price override",
     )
 
@@ -70,8 +79,8 @@ def override_rate(input: float, output: float | None, cached_input: float | None
 def catalogue_rate(price: ModelPrice, origin: str) -> Rate | None:
     """A genai-prices ``ModelPrice`` as a ``Rate``; ``None`` without a text input price.
 
-    Keys an OpenAI-shaped usage never reports (cache writes, audio, images,
-    web searches) are left out: no call of ours could be charged for them.
+    Keys no usage of ours reports (audio, images, web searches) are left out:
+    no call of ours could be charged for them.
     """
     found = _tiered(price.input_mtok)
     if found is None:
@@ -81,6 +90,7 @@ def catalogue_rate(price: ModelPrice, origin: str) -> Rate | None:
         output=_tiered(price.output_mtok),
         cached_input=_tiered(price.cache_read_mtok),
         reasoning=_tiered(price.output_reasoning_mtok),
+        cache_write=_tiered(price.cache_write_mtok),
         per_request=_per_request(price.requests_kcount),
         origin=origin,
     )

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from laneway.accounting import Pricer, Rate
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import build_lane, retry_policy
+from laneway.engine.lane import Lane, build_lane, retry_policy
+from laneway.providers.limits import limits_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,30 @@ def _warnings(name: str, lane: LaneConfig, environ: Mapping[str, str], worst: fl
         )
     if lane.per_attempt > lane.deadline:
         out.append(f"{name}: attempt_timeout is longer than the deadline; the deadline cuts it")
-    out.extend(f"{name}: {p}" for p in build_lane(name, lane, environ).problems)
+    built = build_lane(name, lane, environ)
+    out.extend(f"{name}: {p}" for p in built.problems)
+    out.extend(expressiveness_warnings(built))
+    return out
+
+
+def expressiveness_warnings(lane: Lane) -> list[str]:
+    """One warning per source that cannot carry what another source of the lane can.
+
+    A call using such a feature skips that source (it is listed in the
+    attempts as ``unsupported``), so the lane has fewer fallbacks for it.
+    """
+    if lane.kind == "embed":
+        return []
+    limits = {source.name: limits_of(source.provider) for source in lane.sources}
+    shared = set.intersection(*(set(found) for found in limits.values())) if limits else set()
+    out = []
+    for source, found in limits.items():
+        own = [feature for feature in found if feature not in shared]
+        if own:
+            out.append(
+                f"{lane.name}: sources differ in what they can carry: {source} cannot carry "
+                f"{', '.join(own)}; calls using them skip it"
+            )
     return out
 
 
@@ -114,5 +138,8 @@ def _describe_rate(rate: Rate) -> str:
         parts.append(f"output {rate.output.base:g}")
     if rate.cached_input is not None:
         parts.append(f"cached {rate.cached_input.base:g}")
-    tiered = any(t is not None and t.tiers for t in (rate.input, rate.output, rate.cached_input))
+    if rate.cache_write is not None:
+        parts.append(f"cache write {rate.cache_write.base:g}")
+    kinds = (rate.input, rate.output, rate.cached_input, rate.cache_write)
+    tiered = any(t is not None and t.tiers for t in kinds)
     return f"{', '.join(parts)} USD/Mtok{' (+tiers)' if tiered else ''} from {rate.origin}"

@@ -74,12 +74,14 @@ class PriceConfig(Strict):
     """A source's own price in USD per million tokens, over the genai-prices catalogue.
 
     ``output`` may be left out on embed lanes only (they produce no output
-    tokens); ``cached_input`` left out prices cached prompt tokens at ``input``.
+    tokens); ``cached_input`` (prompt-cache reads) and ``cache_write_input``
+    (prompt-cache writes) left out price those prompt tokens at ``input``.
     """
 
     input: float = Field(ge=0)
     output: float | None = Field(default=None, ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write_input: float | None = Field(default=None, ge=0)
 
 
 class ConcurrencyConfig(Strict):
@@ -118,11 +120,14 @@ class StateConfig(Strict):
 class SourceConfig(Strict):
     """One upstream a lane can call."""
 
-    provider: Literal["openai", "gemini", "anthropic"] = "openai"
+    provider: Literal["openai", "azure", "gemini", "anthropic"] = "openai"
     base_url: str
     model: str
+    """The model id; on ``azure`` sources, the deployment name."""
     max_tokens: int | None = Field(default=None, gt=0)
     """Anthropic only: the output limit of calls that give none (Anthropic requires one)."""
+    api_version: str | None = Field(default=None, pattern=r"^(v1|\d{4}-\d{2}-\d{2}(-preview)?)$")
+    """Azure only: the ``api-version`` (default ``2024-10-21``), or ``v1`` for Azure's v1 API."""
     name: str | None = None
     api_key: SecretField | None = None
     priority: int = 0
@@ -147,6 +152,12 @@ class SourceConfig(Strict):
             raise ValueError("max_tokens applies to anthropic sources only")
         return self
 
+    @model_validator(mode="after")
+    def _api_version_for_azure(self) -> SourceConfig:
+        if self.api_version is not None and self.provider != "azure":
+            raise ValueError("api_version applies to azure sources only")
+        return self
+
 
 class ChatCacheConfig(Strict):
     """A chat or OCR lane's response cache (``laneway.engine.response_cache``).
@@ -162,11 +173,12 @@ class ChatCacheConfig(Strict):
 
 PROVIDER_KINDS: dict[str, tuple[str, ...]] = {
     "openai": ("chat", "embed", "ocr"),
-    "gemini": ("chat", "embed"),
-    "anthropic": ("chat",),
+    "azure": ("chat", "embed", "ocr"),
+    "gemini": ("chat", "embed", "ocr"),
+    "anthropic": ("chat", "ocr"),
 }
-"""The lane kinds each wire format serves: Anthropic has no embeddings API, and
-the native adapters send text parts only (OCR sends a document as an image part)."""
+"""The lane kinds each wire format serves: Anthropic has no embeddings API. OCR
+sends the document as an image part (PDFs too), which every format carries."""
 
 _KIND_ONLY: dict[str, tuple[str, ...]] = {
     "prompt": ("ocr",),

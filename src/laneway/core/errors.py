@@ -21,7 +21,8 @@ The tree::
 
 ``AttemptFailure`` is not a ``LanewayError``: it is one attempt's failure inside
 the call loop, classified for the retry policy, and never reaches the caller
-except as an entry of ``attempts``.
+except as an entry of ``attempts``. Its subclass ``Inexpressible`` is raised
+before anything is sent, when a source's wire format cannot carry the request.
 """
 
 from __future__ import annotations
@@ -186,9 +187,10 @@ class AttemptFailure(Exception):
     ``empty`` (an empty completion), ``cut`` (a stream or body broken off),
     ``rejected`` (a 4xx the upstream will refuse again), ``context_length``,
     ``malformed`` (an answer that cannot be parsed), ``too_large`` (an
-    answer over the request's ``max_bytes``) or, for a stream after content was
-    sent, ``diverged`` (a restarted answer that does not begin with the text
-    already sent) and ``deadline`` (the deadline passed mid-answer).
+    answer over the request's ``max_bytes``), ``unsupported`` (see
+    ``Inexpressible``) or, for a stream after content was sent, ``diverged``
+    (a restarted answer that does not begin with the text already sent) and
+    ``deadline`` (the deadline passed mid-answer).
     """
 
     kind: str
@@ -206,3 +208,19 @@ class AttemptFailure(Exception):
         if self.kind in ("status", "rejected", "context_length") and self.status is not None:
             return str(self.status)
         return self.kind
+
+
+class Inexpressible(AttemptFailure):
+    """A source's wire format cannot carry part of the request; nothing was sent.
+
+    An adapter raises it while building the request. The call loop skips the
+    source for this call (no retry spent, no health mark) and lists the skip in
+    ``attempts``; the engine refuses the request up front, as ``RequestInvalid``
+    naming ``field``, only when no ready source of the lane can carry it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        error = {"message": f"{field}: {reason}", "param": field, "code": "unsupported_parameter"}
+        super().__init__("unsupported", f"{field}: {reason}", body={"error": error})
+        self.field = field
+        self.reason = reason

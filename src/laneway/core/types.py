@@ -27,8 +27,10 @@ class Reasoning(enum.Enum):
 class Usage:
     """Token counts of one call; ``None`` where the upstream reported nothing.
 
-    ``reasoning_tokens`` and ``cached_tokens`` are parts of completion and
-    prompt tokens respectively (attribution, not extra charges).
+    ``reasoning_tokens`` is part of completion tokens; ``cached_tokens``
+    (prompt-cache reads) and ``cache_write_tokens`` (prompt-cache writes, which
+    Anthropic bills above plain input) are parts of prompt tokens: attribution,
+    not extra charges.
     """
 
     prompt_tokens: int | None = None
@@ -36,6 +38,7 @@ class Usage:
     total_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     source: UsageSource = "none"
 
     @property
@@ -126,6 +129,13 @@ class LLMResponse:
     reasoning: Reasoning = Reasoning.UNKNOWN
     raw: dict[str, Any] = field(default_factory=dict)
     cache: CacheStatus = "bypass"
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The answer's tool calls in OpenAI's shape (``id``, ``type``, ``function``)."""
+        choices = self.raw.get("choices") or [{}]
+        calls = (choices[0].get("message") or {}).get("tool_calls")
+        return calls if isinstance(calls, list) else []
 
 
 @dataclass(slots=True)

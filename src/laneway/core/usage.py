@@ -33,6 +33,7 @@ def sum_usage(parts: Iterable[Usage]) -> Usage:
         total_tokens=_total(p.total_tokens for p in parts),
         reasoning_tokens=_total(p.reasoning_tokens for p in parts),
         cached_tokens=_total(p.cached_tokens for p in parts),
+        cache_write_tokens=_total(p.cache_write_tokens for p in parts),
         source="estimated" if any(p.source == "estimated" for p in parts) else "provider",
     )
 

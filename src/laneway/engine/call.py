@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from laneway.core.clock import Clock
-from laneway.core.errors import AttemptFailure, CallFailed
+from laneway.core.errors import AttemptFailure, CallFailed, Inexpressible
 from laneway.core.types import Attempt, Usage
 from laneway.core.units import format_duration
 from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
@@ -140,6 +140,11 @@ class CallLoop:
             state.in_flight = (source.name, started)
             try:
                 result = await self._bounded(attempt, source, lane, deadline, started)
+            except Inexpressible as refusal:
+                state.in_flight = None
+                await self.admission.release(admitted)
+                _skip(state, source, refusal)
+                continue
             except AttemptFailure as failure:
                 state.in_flight = None
                 elapsed = self.clock.now() - started
@@ -285,6 +290,16 @@ class CallLoop:
         elapsed = self.clock.now() - state.start
         attempts = tuple(state.attempts)
         return call_failed(lane, attempts, elapsed, failure, reason, pushback=pushback)
+
+
+def _skip(state: CallState, source: Source, refusal: Inexpressible) -> None:
+    """Leave out a source that cannot carry the request: no retry spent, nothing sent.
+
+    The source is excluded for this call only and its health is untouched
+    (admission is released, not settled); the skip is listed in ``attempts``.
+    """
+    state.sources.excluded.add(source.name)
+    state.attempts.append(Attempt(source.name, "unsupported", 0.0, message=refusal.message))
 
 
 def _tokens_used(result: object) -> int | None:

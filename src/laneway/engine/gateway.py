@@ -114,6 +114,7 @@ class Engine:
         accept: Callable[[LLMResponse], bool] | None = None,
     ) -> LLMResponse:
         """A chat call on a resolved chat or OCR lane; answers ``accept`` refuses are not cached."""
+        lane.refuse_inexpressible(request, stream=False)
         started = self.recorder.start()
         lookup = await self.responses.lookup(lane, request)
         if lookup.hit is not None:
@@ -193,6 +194,7 @@ class Engine:
     ) -> ChatStream:
         """A streaming chat call; iterate the result for chunks."""
         lane = self.lane(lane_name, "chat")
+        lane.refuse_inexpressible(request, stream=True)
         return ChatStream(self, lane, request, self.deadline(lane, deadline), meta)
 
     async def embed(

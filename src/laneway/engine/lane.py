@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from laneway.config.models import LaneConfig, SourceConfig
+from laneway.core.errors import RequestInvalid
+from laneway.core.types import ChatRequest
 from laneway.policy.backoff import Backoff
 from laneway.policy.breaker import BreakerLimits
 from laneway.policy.health import HealthPolicy
@@ -121,6 +123,23 @@ class Lane:
         """``chat`` or ``embed``."""
         return self.config.kind
 
+    def refuse_inexpressible(self, request: ChatRequest, *, stream: bool) -> None:
+        """Refuse ``request`` before any attempt when no ready source can carry it.
+
+        When some can, the call loop skips the others as it meets them (see
+        ``Inexpressible``). The refusal names the first source's reason.
+        """
+        first = None
+        for source in self.runnable:
+            refusal = source.provider.inexpressible(request, stream=stream)
+            if refusal is None:
+                return
+            first = first or refusal
+        if first is not None:
+            raise RequestInvalid(
+                first.field, f"{first.reason}; no source of lane {self.name} can carry it"
+            )
+
 
 def build_lane(name: str, config: LaneConfig, environ: Mapping[str, str]) -> Lane:
     """Bind a lane's sources to adapters and its settings to a ``RetryPolicy``."""
@@ -159,7 +178,12 @@ def _build_source(name: str, config: SourceConfig, environ: Mapping[str, str]) -
         if key is None:
             problems.append(f"source {name}: environment variable {config.api_key.env} is unset")
     provider = make_provider(
-        config.provider, config.base_url, config.model, key, max_tokens=config.max_tokens
+        config.provider,
+        config.base_url,
+        config.model,
+        key,
+        max_tokens=config.max_tokens,
+        api_version=config.api_version,
     )
     return Source(name, config, provider, problems, quota_limits(config), pacer_limits(config))
 

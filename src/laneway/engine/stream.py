@@ -518,11 +518,12 @@ async def _events(
     http: HttpStream, source: Source, progress: _Progress
 ) -> AsyncGenerator[ChatChunk, None]:
     """Parsed SSE events; malformed ones are skipped and counted, ``[DONE]`` ends."""
+    parser = source.provider.stream_parser()
     async for line in http.lines():
         if not line.startswith(b"data:"):
             continue
         try:
-            chunk = source.provider.parse_event(line[5:].strip())
+            chunk = parser.parse_event(line[5:].strip())
         except ValueError:
             progress.malformed += 1
             continue

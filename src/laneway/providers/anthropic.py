@@ -1,15 +1,21 @@
 """The Anthropic Messages wire format (``POST {base_url}/messages``).
 
-System messages go to the top-level ``system``; ``max_tokens``, which
-Anthropic requires, is the caller's or else the source's default. Anthropic
-counts cache reads and writes apart from ``input_tokens``; laneway's prompt
-tokens are their sum, with the reads as ``cached_tokens``, so a cache hit
-lowers cost without hiding tokens. Thinking is billed inside
-``output_tokens`` and never reported apart: ``reasoning_tokens`` stays unknown.
+Requests are translated by ``laneway.providers.anthropic_request``. Answers
+come back in OpenAI's shape: text blocks are the content, thinking blocks the
+reasoning, ``tool_use`` blocks tool calls (``finish_reason: tool_calls``), and
+the forced ``json_answer`` tool's input the content of a JSON answer.
+Anthropic counts cache reads and writes apart from ``input_tokens``;
+laneway's prompt tokens are their sum, with the reads as ``cached_tokens`` and
+the writes as ``cache_write_tokens``, each priced at its own rate. Thinking is
+billed inside ``output_tokens`` and never reported apart: ``reasoning_tokens``
+stays unknown.
 
 Streams are ``event:``/``data:`` pairs whose payload names its own ``type``,
-so only the ``data:`` lines are read. The final ``message_delta`` carries the
-stop reason and cumulative usage; ``message_stop`` ends the stream.
+so only the ``data:`` lines are read. A parser per stream numbers the tool
+calls (Anthropic numbers all content blocks), keeps ``message_start``'s usage
+for the final ``message_delta``, whose usage may carry output tokens only, and
+turns ``json_answer``'s input fragments into content; ``message_stop`` ends
+the stream.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from typing import Any
 
 import orjson
 
-from laneway.core.errors import AttemptFailure, RequestInvalid
+from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Reasoning, Usage
+from laneway.providers.anthropic_request import JSON_TOOL, messages_body
 from laneway.providers.base import (
     ChatResult,
     EmbedResult,
@@ -29,30 +36,24 @@ from laneway.providers.base import (
     classify_status,
     load_event,
     load_json,
-    native_params,
     openai_chunk,
     openai_completion,
-    split_messages,
     token_count,
+    tool_call,
+    tool_call_delta,
 )
 
-WIRE = "anthropic"
 API_VERSION = "2023-06-01"
 CONTEXT_MARKER = "prompt is too long"
 """How Anthropic's 400 says the prompt is longer than the model's window."""
 
-_PARAMS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "max_tokens": "max_tokens",
-    "max_completion_tokens": "max_tokens",
-    "stop": "stop_sequences",
-}
 _FINISH = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "max_tokens": "length",
+    "model_context_window_exceeded": "length",
     "tool_use": "tool_calls",
+    "pause_turn": "stop",
     "refusal": "content_filter",
 }
 _NOTHING = ChatChunk()
@@ -72,26 +73,23 @@ class AnthropicProvider:
         if api_key:
             self._headers["x-api-key"] = api_key
 
+    def inexpressible(self, request: ChatRequest, *, stream: bool) -> Inexpressible | None:
+        """What of ``request`` the Messages API cannot carry (see ``anthropic_request``)."""
+        try:
+            messages_body(request, self.model, self.max_tokens)
+        except Inexpressible as refusal:
+            return refusal
+        return None
+
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """Build the body: ``system`` apart, turns as ``messages``, a ``max_tokens`` always."""
-        system, turns = split_messages(request.messages)
-        params = native_params(request.params, _PARAMS, WIRE)
-        params.setdefault("max_tokens", self.max_tokens)
-        if params["max_tokens"] is None:
-            raise RequestInvalid("max_tokens", "Anthropic requires it: pass it or set the source's")
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": t.role, "content": t.text} for t in turns],
-            **params,
-        }
-        if system:
-            body["system"] = [{"type": "text", "text": text} for text in system]
+        """Build the ``/messages`` body; ``max_tokens`` is the caller's or the source's."""
+        body = messages_body(request, self.model, self.max_tokens)
         if stream:
             body["stream"] = True
         return HttpRequest("POST", self._url, self._headers, orjson.dumps(body))
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
-        """Parse a ``message``: text blocks are the content, thinking blocks the reasoning."""
+        """Parse a ``message`` into text, reasoning and tool calls (or a JSON answer)."""
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
         data = load_json(response.body, "chat answer")
@@ -101,35 +99,26 @@ class AnthropicProvider:
         kinds = [b for b in blocks if isinstance(b, dict)]
         thinking = "".join(str(b.get("thinking", "")) for b in kinds if b.get("type") == "thinking")
         thought = any(b.get("type") in ("thinking", "redacted_thinking") for b in kinds)
+        texts = [str(b.get("text", "")) for b in kinds if b.get("type") == "text"]
+        uses = [b for b in kinds if b.get("type") == "tool_use"]
+        answers = [_json_text(b.get("input")) for b in uses if b.get("name") == JSON_TOOL]
+        calls = [_call(b) for b in uses if b.get("name") != JSON_TOOL]
+        finish = _finish(data.get("stop_reason"))
         result = ChatResult(
-            content="".join(str(b.get("text", "")) for b in kinds if b.get("type") == "text"),
+            content="".join(answers) if answers else "".join(texts),
             usage=anthropic_usage(data.get("usage")),
             model=str(data.get("model") or self.model),
-            finish_reason=_finish(data.get("stop_reason")),
+            finish_reason="stop" if answers and finish == "tool_calls" else finish,
             reasoning_content=thinking or None,
             reasoning=Reasoning.PRESENT if thought else Reasoning.ABSENT,
-            has_tool_calls=any(b.get("type") == "tool_use" for b in kinds),
+            tool_calls=calls,
         )
         result.raw = openai_completion(result, data.get("id"), wall_now)
         return result
 
-    def parse_event(self, data: bytes) -> ChatChunk | None:
-        """Parse one event payload; ``message_stop`` ends the stream."""
-        event = load_event(data)
-        kind = event.get("type")
-        if kind == "message_stop":
-            return None
-        if kind == "error":
-            raise AttemptFailure("cut", f"upstream sent an error event: {event.get('error')}")
-        if kind == "message_start":
-            return self._started(event.get("message") or {})
-        if kind == "content_block_start":
-            return _block_text(event.get("content_block") or {})
-        if kind == "content_block_delta":
-            return _block_text(event.get("delta") or {})
-        if kind == "message_delta":
-            return _finished(event)
-        return _NOTHING
+    def stream_parser(self) -> AnthropicEvents:
+        """A parser for one stream (it numbers tool calls and keeps the opening usage)."""
+        return AnthropicEvents(self.model)
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
         """Refuse: Anthropic has no embeddings API (config validation rejects such lanes)."""
@@ -145,11 +134,98 @@ class AnthropicProvider:
         """Classify by the shared rules; ``prompt is too long`` is a context-length rejection."""
         return as_context_length(classify_status(status, headers, body, wall_now), CONTEXT_MARKER)
 
+
+class AnthropicEvents:
+    """One Anthropic stream's events as OpenAI chunks."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.answer_id: str | None = None
+        self.opening_usage: dict[str, Any] = {}
+        self.blocks: dict[int, int | None] = {}
+        """Content block index -> tool call index (``None``: the ``json_answer`` block)."""
+        self.json_answer = False
+
+    def parse_event(self, data: bytes) -> ChatChunk | None:
+        """Parse one event payload; ``message_stop`` ends the stream."""
+        event = load_event(data)
+        kind = event.get("type")
+        if kind == "message_stop":
+            return None
+        if kind == "error":
+            raise AttemptFailure("cut", f"upstream sent an error event: {event.get('error')}")
+        if kind == "message_start":
+            return self._started(event.get("message") or {})
+        if kind == "content_block_start":
+            return self._block_start(event.get("index"), event.get("content_block") or {})
+        if kind == "content_block_delta":
+            return self._block_delta(event.get("index"), event.get("delta") or {})
+        if kind == "message_delta":
+            return self._finished(event)
+        return _NOTHING
+
+    def _chunk(self, delta: dict[str, Any], **fields: Any) -> ChatChunk:
+        raw = openai_chunk(delta, answer_id=self.answer_id, model=self.model, **fields)
+        return ChatChunk(
+            content=delta.get("content") or "",
+            reasoning_content=delta.get("reasoning_content") or "",
+            finish_reason=fields.get("finish_reason"),
+            usage=fields.get("usage"),
+            raw=raw,
+        )
+
     def _started(self, message: dict[str, Any]) -> ChatChunk:
-        model = message.get("model") or self.model
-        delta = {"role": "assistant", "content": ""}
-        raw = openai_chunk(delta, answer_id=message.get("id"), model=model)
-        return ChatChunk(model=model, raw=raw)
+        self.model = str(message.get("model") or self.model)
+        self.answer_id = message.get("id")
+        usage = message.get("usage")
+        self.opening_usage = usage if isinstance(usage, dict) else {}
+        raw = openai_chunk(
+            {"role": "assistant", "content": ""}, answer_id=self.answer_id, model=self.model
+        )
+        return ChatChunk(model=self.model, raw=raw)
+
+    def _block_start(self, index: object, block: dict[str, Any]) -> ChatChunk:
+        if block.get("type") != "tool_use" or not isinstance(index, int):
+            return self._text(block)
+        if block.get("name") == JSON_TOOL:
+            self.blocks[index] = None
+            self.json_answer = True
+            return _NOTHING
+        number = sum(1 for n in self.blocks.values() if n is not None)
+        self.blocks[index] = number
+        name, call_id = str(block.get("name", "")), str(block.get("id", ""))
+        return self._chunk(tool_call_delta(number, "", call_id=call_id, name=name))
+
+    def _block_delta(self, index: object, delta: dict[str, Any]) -> ChatChunk:
+        if delta.get("type") != "input_json_delta" or not isinstance(index, int):
+            return self._text(delta)
+        fragment = str(delta.get("partial_json") or "")
+        number = self.blocks.get(index, -1)
+        if not fragment or number == -1:
+            return _NOTHING
+        if number is None:
+            return self._chunk({"content": fragment})
+        return self._chunk(tool_call_delta(number, fragment))
+
+    def _text(self, block: dict[str, Any]) -> ChatChunk:
+        """A text or thinking block's start, or a delta of one; other kinds carry nothing."""
+        kind = block.get("type")
+        if kind in ("text", "text_delta") and block.get("text"):
+            return self._chunk({"content": str(block["text"])})
+        if kind in ("thinking", "thinking_delta") and block.get("thinking"):
+            return self._chunk({"reasoning_content": str(block["thinking"])})
+        return _NOTHING
+
+    def _finished(self, event: dict[str, Any]) -> ChatChunk:
+        """``message_delta``: the stop reason, and the usage of the whole answer."""
+        finish = _finish((event.get("delta") or {}).get("stop_reason"))
+        if self.json_answer and finish == "tool_calls":
+            finish = "stop"
+        closing = event.get("usage")
+        usage = None
+        if isinstance(closing, dict):
+            usage = anthropic_usage({**self.opening_usage, **closing})
+        return self._chunk({}, finish_reason=finish, usage=usage)
 
 
 def anthropic_usage(data: object) -> Usage:
@@ -168,6 +244,7 @@ def anthropic_usage(data: object) -> Usage:
         completion_tokens=output,
         total_tokens=None if prompt is None or output is None else prompt + output,
         cached_tokens=read if fresh is not None else None,
+        cache_write_tokens=written if fresh is not None else None,
         source="provider",
     )
 
@@ -176,21 +253,10 @@ def _finish(reason: object) -> str | None:
     return _FINISH.get(reason, reason) if isinstance(reason, str) else None
 
 
-def _block_text(block: dict[str, Any]) -> ChatChunk:
-    """A text or thinking block's start, or a delta of one; other kinds carry nothing."""
-    kind = block.get("type")
-    if kind in ("text", "text_delta") and block.get("text"):
-        text = str(block["text"])
-        return ChatChunk(content=text, raw=openai_chunk({"content": text}))
-    if kind in ("thinking", "thinking_delta") and block.get("thinking"):
-        text = str(block["thinking"])
-        return ChatChunk(reasoning_content=text, raw=openai_chunk({"reasoning_content": text}))
-    return _NOTHING
+def _json_text(value: object) -> str:
+    return orjson.dumps(value if value is not None else {}).decode()
 
 
-def _finished(event: dict[str, Any]) -> ChatChunk:
-    """``message_delta``: the stop reason and the cumulative usage of the whole answer."""
-    finish = _finish((event.get("delta") or {}).get("stop_reason"))
-    usage = anthropic_usage(event["usage"]) if event.get("usage") else None
-    raw = openai_chunk({}, finish_reason=finish, usage=usage)
-    return ChatChunk(finish_reason=finish, usage=usage, raw=raw)
+def _call(block: dict[str, Any]) -> dict[str, Any]:
+    arguments = _json_text(block.get("input"))
+    return tool_call(str(block.get("id", "")), str(block.get("name", "")), arguments)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from laneway.core.errors import AttemptFailure, RequestInvalid
+from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.core.retry_after import parse_retry_after
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import (
@@ -34,8 +34,14 @@ class ChatResult:
     finish_reason: str | None = None
     reasoning_content: str | None = None
     reasoning: Reasoning = Reasoning.UNKNOWN
-    has_tool_calls: bool = False
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """OpenAI-shaped tool calls (``id``, ``type``, ``function: {name, arguments}``)."""
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether the answer calls tools."""
+        return bool(self.tool_calls)
 
     @property
     def empty(self) -> bool:
@@ -52,24 +58,36 @@ class EmbedResult:
     model: str
 
 
-class Provider(Protocol):
-    """A wire-format adapter bound to one source (URL, model, key)."""
-
-    model: str
-
-    def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """Build the upstream chat request."""
-        ...
-
-    def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
-        """Parse a complete chat answer, or raise a classified ``AttemptFailure``."""
-        ...
+class EventParser(Protocol):
+    """Reads one stream's events; it may keep state between them (open blocks, tool indexes)."""
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one SSE ``data:`` payload; ``None`` marks the end of the stream.
 
         Raises ``ValueError`` for an event that cannot be parsed.
         """
+        ...
+
+
+class Provider(Protocol):
+    """A wire-format adapter bound to one source (URL, model, key)."""
+
+    model: str
+
+    def inexpressible(self, request: ChatRequest, *, stream: bool) -> Inexpressible | None:
+        """What of ``request`` this wire format cannot carry, without building it."""
+        ...
+
+    def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
+        """Build the upstream chat request; ``Inexpressible`` when it cannot be carried."""
+        ...
+
+    def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
+        """Parse a complete chat answer, or raise a classified ``AttemptFailure``."""
+        ...
+
+    def stream_parser(self) -> EventParser:
+        """A parser for one streamed answer."""
         ...
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
@@ -158,6 +176,7 @@ def openai_usage(data: object) -> Usage:
         total_tokens=_count(data.get("total_tokens")),
         reasoning_tokens=_count(details.get("reasoning_tokens")),
         cached_tokens=_count(prompt_details.get("cached_tokens")),
+        cache_write_tokens=_count(prompt_details.get("cache_write_tokens")),
         source="provider",
     )
 
@@ -191,73 +210,6 @@ def as_context_length(failure: AttemptFailure, marker: str) -> AttemptFailure:
     return failure
 
 
-IGNORED_PARAMS = frozenset({"stream", "stream_options", "user"})
-"""OpenAI parameters a native adapter may drop: transport details, or an end-user tag."""
-
-
-def native_params(params: Mapping[str, Any], names: Mapping[str, str], wire: str) -> dict[str, Any]:
-    """Rename OpenAI parameters to a native API's; refuse those without an equivalent.
-
-    Dropping ``tools`` or ``response_format`` silently would return an answer
-    the caller did not ask for, so an unmapped parameter is ``RequestInvalid``.
-    """
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if key in IGNORED_PARAMS:
-            continue
-        native = names.get(key)
-        if native is None:
-            raise RequestInvalid(key, f"has no equivalent in the {wire} wire format")
-        out[native] = [value] if key == "stop" and isinstance(value, str) else value
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One non-system message as text, its role ``user`` or ``assistant``."""
-
-    role: str
-    text: str
-
-
-def split_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[Turn]]:
-    """System texts and conversation turns of OpenAI-shaped messages.
-
-    Native APIs put system prompts apart from the turns. Roles and content
-    parts without a native equivalent (tools, images) are ``RequestInvalid``
-    rather than dropped, so no answer is given to a question never sent.
-    """
-    system: list[str] = []
-    turns: list[Turn] = []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        role = message.get("role")
-        if message.get("tool_calls"):
-            raise RequestInvalid(f"{where}.tool_calls", "tool calls are not supported here")
-        if role in ("system", "developer"):
-            system.append(message_text(message.get("content"), where))
-        elif role in ("user", "assistant"):
-            turns.append(Turn(str(role), message_text(message.get("content"), where)))
-        else:
-            raise RequestInvalid(f"{where}.role", f"role {role!r} is not supported here")
-    return system, turns
-
-
-def message_text(content: object, where: str) -> str:
-    """The text of a message's ``content``: a string, or a list of text parts."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    if not isinstance(content, list):
-        raise RequestInvalid(f"{where}.content", "must be a string or a list of text parts")
-    texts: list[str] = []
-    for index, part in enumerate(content):
-        text = part.get("text") if isinstance(part, dict) else None
-        if not isinstance(text, str) or part.get("type", "text") != "text":
-            raise RequestInvalid(f"{where}.content[{index}]", "only text parts are supported here")
-        texts.append(text)
-    return "".join(texts)
-
-
 def openai_usage_dict(usage: Usage) -> dict[str, Any] | None:
     """``usage`` as OpenAI's object for ``raw`` answers; ``None`` when unknown."""
     if not usage.known:
@@ -269,16 +221,21 @@ def openai_usage_dict(usage: Usage) -> dict[str, Any] | None:
     }
     if usage.reasoning_tokens is not None:
         out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
-    if usage.cached_tokens is not None:
-        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    details = {"cached_tokens": usage.cached_tokens, "cache_write_tokens": usage.cache_write_tokens}
+    known = {name: count for name, count in details.items() if count is not None}
+    if known:
+        out["prompt_tokens_details"] = known
     return out
 
 
 def openai_completion(result: ChatResult, answer_id: str | None, created: float) -> dict[str, Any]:
     """A native answer as OpenAI's ``chat.completion``: what the gateway serves."""
-    message: dict[str, Any] = {"role": "assistant", "content": result.content}
+    content = result.content or (None if result.tool_calls else "")
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if result.reasoning_content:
         message["reasoning_content"] = result.reasoning_content
+    if result.tool_calls:
+        message["tool_calls"] = result.tool_calls
     choice = {"index": 0, "message": message, "finish_reason": result.finish_reason}
     out: dict[str, Any] = {
         "id": answer_id or "",
@@ -311,3 +268,22 @@ def openai_chunk(
     if rendered is not None:
         out["usage"] = rendered
     return out
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One OpenAI tool call of a complete answer."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_call_delta(
+    index: int, fragment: str, *, call_id: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """A streamed tool-call delta: the first names the call, the rest add argument text."""
+    function: dict[str, Any] = {"arguments": fragment}
+    if name is not None:
+        function = {"name": name, **function}
+    delta: dict[str, Any] = {"index": index}
+    if call_id is not None:
+        delta.update(id=call_id, type="function")
+    delta["function"] = function
+    return {"tool_calls": [delta]}

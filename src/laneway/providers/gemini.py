@@ -4,7 +4,10 @@ Chat goes to ``models/{model}:generateContent`` (streams to
 ``:streamGenerateContent?alt=sse``), embeddings to ``:batchEmbedContents``,
 whose ``usageMetadata`` carries the token count that Google's
 OpenAI-compatible surface drops. The key travels in ``x-goog-api-key``, never
-in the URL, so a URL can be shown or logged.
+in the URL, so a URL can be shown or logged. Requests are translated by
+``laneway.providers.gemini_request``; ``functionCall`` parts come back as
+OpenAI tool calls (ids made up where Gemini gives none, ``finish_reason:
+tool_calls``), thought parts as reasoning.
 
 Gemini's JSON is proto3, which leaves out counts of zero: inside a present
 ``usageMetadata`` a missing count is 0, while a missing ``usageMetadata`` (or
@@ -13,13 +16,14 @@ one without ``promptTokenCount``) is unknown usage, never zero.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
-from laneway.core.errors import AttemptFailure
+from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Usage
 from laneway.providers.base import (
@@ -29,28 +33,18 @@ from laneway.providers.base import (
     classify_status,
     load_event,
     load_json,
-    native_params,
     openai_chunk,
     openai_completion,
     reasoning_of,
-    split_messages,
     token_count,
+    tool_call,
+    tool_call_delta,
 )
+from laneway.providers.gemini_request import generate_body
 
-WIRE = "gemini"
 CONTEXT_MARKER = "exceeds the maximum number of tokens"
 """How Gemini's 400 says the prompt is longer than the model's window."""
 
-_GENERATION_PARAMS = {
-    "temperature": "temperature",
-    "top_p": "topP",
-    "max_tokens": "maxOutputTokens",
-    "max_completion_tokens": "maxOutputTokens",
-    "stop": "stopSequences",
-    "seed": "seed",
-    "presence_penalty": "presencePenalty",
-    "frequency_penalty": "frequencyPenalty",
-}
 _FINISH = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
@@ -71,7 +65,8 @@ class _Candidate:
     content: str = ""
     reasoning: str = ""
     finish_reason: str | None = None
-    has_tool_calls: bool = False
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """The ``functionCall`` parts, each with its ``thoughtSignature`` if any."""
 
 
 class GeminiProvider:
@@ -84,20 +79,17 @@ class GeminiProvider:
         if api_key:
             self._headers["x-goog-api-key"] = api_key
 
+    def inexpressible(self, request: ChatRequest, *, stream: bool) -> Inexpressible | None:
+        """What of ``request`` Gemini cannot carry (see ``gemini_request``)."""
+        try:
+            generate_body(request)
+        except Inexpressible as refusal:
+            return refusal
+        return None
+
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """Map system messages to ``systemInstruction``, the rest to ``contents``."""
-        system, turns = split_messages(request.messages)
-        body: dict[str, Any] = {
-            "contents": [
-                {"role": "model" if t.role == "assistant" else "user", "parts": [{"text": t.text}]}
-                for t in turns
-            ]
-        }
-        if system:
-            body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
-        config = native_params(request.params, _GENERATION_PARAMS, WIRE)
-        if config:
-            body["generationConfig"] = config
+        """Build the ``generateContent`` (or SSE ``streamGenerateContent``) request."""
+        body = generate_body(request)
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
         return HttpRequest("POST", f"{self._root}:{method}", self._headers, orjson.dumps(body))
 
@@ -108,49 +100,28 @@ class GeminiProvider:
         data = load_json(response.body, "chat answer")
         candidate = _candidate(data, strict=True)
         usage = gemini_usage(data.get("usageMetadata"))
+        calls = [_tool_call(call, _call_id(call)) for call in candidate.calls]
         result = ChatResult(
             content=candidate.content,
             usage=usage,
             model=str(data.get("modelVersion") or self.model),
-            finish_reason=candidate.finish_reason,
+            finish_reason=_calls_finish(candidate.finish_reason, bool(calls)),
             reasoning_content=candidate.reasoning or None,
             reasoning=reasoning_of(bool(candidate.reasoning), usage),
-            has_tool_calls=candidate.has_tool_calls,
+            tool_calls=calls,
         )
         result.raw = openai_completion(result, data.get("responseId"), wall_now)
         return result
 
-    def parse_event(self, data: bytes) -> ChatChunk | None:
-        """Parse one stream chunk; the one with ``finishReason`` carries the usage.
-
-        Gemini sends no ``[DONE]``: the stream ends when the body does, and the
-        final chunk's ``finishReason`` tells the engine the answer is complete.
-        Running counts on earlier chunks are left out of the OpenAI chunks.
-        """
-        event = load_event(data)
-        if "error" in event:
-            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
-        candidate = _candidate(event, strict=False)
-        final = gemini_usage(event.get("usageMetadata")) if candidate.finish_reason else NO_USAGE
-        usage = final if final.known else None
-        delta: dict[str, Any] = {"content": candidate.content} if candidate.content else {}
-        if candidate.reasoning:
-            delta["reasoning_content"] = candidate.reasoning
-        model = event.get("modelVersion") or self.model
-        raw = openai_chunk(
-            delta,
-            finish_reason=candidate.finish_reason,
-            usage=usage,
-            answer_id=event.get("responseId"),
-            model=model,
-        )
-        return ChatChunk(
-            candidate.content, candidate.reasoning, candidate.finish_reason, usage, model, raw
-        )
+    def stream_parser(self) -> GeminiEvents:
+        """A parser for one stream (it numbers the tool calls across chunks)."""
+        return GeminiEvents(self.model)
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
         """Build ``batchEmbedContents``; ``outputDimensionality`` when the lane pins a length."""
-        native_params(request.params, {}, WIRE)
+        for key in request.params:
+            if key != "user":
+                raise RequestInvalid(key, "has no equivalent in Gemini's batchEmbedContents")
         pinned = {} if request.dimensions is None else {"outputDimensionality": request.dimensions}
         items = [
             {"model": f"models/{self.model}", "content": {"parts": [{"text": text}]}, **pinned}
@@ -183,6 +154,52 @@ class GeminiProvider:
             if delay is not None:
                 failure = replace(failure, retry_after=delay)
         return as_context_length(failure, CONTEXT_MARKER)
+
+
+class GeminiEvents:
+    """One Gemini stream's chunks as OpenAI chunks.
+
+    Gemini sends no ``[DONE]``: the stream ends when the body does, and the
+    final chunk's ``finishReason`` tells the engine the answer is complete.
+    Running counts on earlier chunks are left out of the OpenAI chunks.
+    ``functionCall`` parts arrive whole, each one tool-call delta numbered
+    across the stream.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.calls = 0
+
+    def parse_event(self, data: bytes) -> ChatChunk | None:
+        """Parse one stream chunk; the one with ``finishReason`` carries the usage."""
+        event = load_event(data)
+        if "error" in event:
+            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
+        candidate = _candidate(event, strict=False)
+        final = gemini_usage(event.get("usageMetadata")) if candidate.finish_reason else NO_USAGE
+        usage = final if final.known else None
+        delta: dict[str, Any] = {"content": candidate.content} if candidate.content else {}
+        if candidate.reasoning:
+            delta["reasoning_content"] = candidate.reasoning
+        if candidate.calls:
+            delta["tool_calls"] = [self._delta(call) for call in candidate.calls]
+        finish = _calls_finish(candidate.finish_reason, self.calls > 0)
+        model = event.get("modelVersion") or self.model
+        raw = openai_chunk(
+            delta, finish_reason=finish, usage=usage, answer_id=event.get("responseId"), model=model
+        )
+        return ChatChunk(candidate.content, candidate.reasoning, finish, usage, model, raw)
+
+    def _delta(self, call: dict[str, Any]) -> dict[str, Any]:
+        whole = _tool_call(call, _call_id(call))
+        function = whole["function"]
+        delta = tool_call_delta(
+            self.calls, function["arguments"], call_id=whole["id"], name=function["name"]
+        )["tool_calls"][0]
+        if "extra_content" in whole:
+            delta["extra_content"] = whole["extra_content"]
+        self.calls += 1
+        return dict(delta)
 
 
 def gemini_usage(meta: object) -> Usage:
@@ -225,12 +242,37 @@ def _candidate(data: dict[str, Any], *, strict: bool) -> _Candidate:
     parts = [p for p in (first.get("content") or {}).get("parts") or [] if isinstance(p, dict)]
     texts = [(p.get("thought") is True, p["text"]) for p in parts if isinstance(p.get("text"), str)]
     reason = first.get("finishReason")
+    calls = [
+        {**p["functionCall"], "thoughtSignature": p.get("thoughtSignature")}
+        for p in parts
+        if isinstance(p.get("functionCall"), dict)
+    ]
     return _Candidate(
         content="".join(text for thought, text in texts if not thought),
         reasoning="".join(text for thought, text in texts if thought),
         finish_reason=_FINISH.get(reason, str(reason).lower()) if reason else None,
-        has_tool_calls=any("functionCall" in p for p in parts),
+        calls=calls,
     )
+
+
+def _call_id(call: dict[str, Any]) -> str:
+    given = call.get("id")
+    return given if isinstance(given, str) and given else f"call_{secrets.token_hex(12)}"
+
+
+def _tool_call(call: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """A ``functionCall`` as an OpenAI tool call; its thought signature rides along."""
+    arguments = orjson.dumps(call.get("args") or {}).decode()
+    out = tool_call(call_id, str(call.get("name", "")), arguments)
+    signature = call.get("thoughtSignature")
+    if isinstance(signature, str):
+        out["extra_content"] = {"google": {"thought_signature": signature}}
+    return out
+
+
+def _calls_finish(reason: str | None, called: bool) -> str | None:
+    """Gemini finishes a function call with ``STOP``; OpenAI says ``tool_calls``."""
+    return "tool_calls" if called and reason == "stop" else reason
 
 
 def _retry_delay(body: dict[str, Any]) -> float | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from laneway.core.errors import AttemptFailure
+from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
 from laneway.providers.base import (
@@ -19,6 +19,7 @@ from laneway.providers.base import (
     openai_usage,
     reasoning_of,
 )
+from laneway.providers.openai_parts import NAMESPACES
 
 _DONE = b"[DONE]"
 
@@ -35,9 +36,20 @@ class OpenAIProvider:
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
 
+    def inexpressible(self, request: ChatRequest, *, stream: bool) -> Inexpressible | None:
+        """Nothing: the request is in this wire format already."""
+        return None
+
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """Build the body: caller parameters, then the source's model and messages."""
-        body: dict[str, Any] = {**request.params, "model": self.model, "messages": request.messages}
+        """Build the body: caller parameters, then the source's model and messages.
+
+        Fields namespaced for native providers (``anthropic``, ``gemini``) stay
+        behind; every other unknown field passes through.
+        """
+        params = request.params
+        if not NAMESPACES.isdisjoint(params):
+            params = {k: v for k, v in params.items() if k not in NAMESPACES}
+        body: dict[str, Any] = {**params, "model": self.model, "messages": request.messages}
         if stream:
             body["stream"] = True
             body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
@@ -57,6 +69,7 @@ class OpenAIProvider:
         message = choices[0].get("message") or {}
         usage = openai_usage(data.get("usage"))
         reasoning_text = message.get("reasoning_content") or message.get("reasoning")
+        calls = message.get("tool_calls")
         return ChatResult(
             content=message.get("content") or "",
             usage=usage,
@@ -64,9 +77,13 @@ class OpenAIProvider:
             finish_reason=choices[0].get("finish_reason"),
             reasoning_content=reasoning_text if isinstance(reasoning_text, str) else None,
             reasoning=reasoning_of(bool(reasoning_text), usage),
-            has_tool_calls=bool(message.get("tool_calls")),
+            tool_calls=calls if isinstance(calls, list) else [],
             raw=data,
         )
+
+    def stream_parser(self) -> OpenAIProvider:
+        """This adapter: OpenAI chunks parse one by one, without state."""
+        return self
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""

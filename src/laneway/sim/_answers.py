@@ -28,6 +28,13 @@ from laneway.sim._request import (
     requested_model,
     tokens_for_chars,
 )
+from laneway.sim._tools import (
+    IMAGE_TOKENS,
+    ToolCall,
+    image_count,
+    json_content,
+    planned_tool_calls,
+)
 
 if TYPE_CHECKING:
     from laneway.sim._faults import Refusal
@@ -83,11 +90,25 @@ class Completion:
     """Content deltas; joined they are the whole answer."""
     reasoning_pieces: tuple[str, ...]
     with_usage: bool
+    tool_calls: tuple[ToolCall, ...] = ()
+    stopped: bool = False
+    """Whether a stop sequence cut the answer short."""
+
+    @property
+    def finish_reason(self) -> str:
+        """`tool_calls` when the answer calls tools, else `stop`."""
+        return "tool_calls" if self.tool_calls else "stop"
+
+    @property
+    def answer_tokens(self) -> int:
+        """Completion tokens without reasoning: a token per piece, plus each call's size."""
+        calls = sum(tokens_for_chars(len(c.name) + len(c.arguments)) for c in self.tool_calls)
+        return len(self.pieces) + calls
 
     def usage(self) -> dict[str, Any]:
         """Token usage; reasoning tokens count as completion tokens, as OpenAI counts them."""
         reasoning_tokens = len(self.reasoning_pieces)
-        completion_tokens = len(self.pieces) + reasoning_tokens
+        completion_tokens = self.answer_tokens + reasoning_tokens
         usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -116,27 +137,56 @@ def plan_completion(
     behaviour: Behaviour, request: Request, number: int, created: int
 ) -> Completion:
     """Work out what chat answer number `number` says, before choosing its wire form."""
+    calls = () if behaviour.empty or behaviour.json_after else planned_tool_calls(request, number)
+    pieces = () if behaviour.empty or calls else _pieces(behaviour, request)
+    kept = _before_stop(pieces, request.get("stop"))
+    thinking = request.get("reasoning_effort") not in (None, "none", "minimal")
+    images = image_count(request) * IMAGE_TOKENS
     return Completion(
         id=f"chatcmpl-sim-{number}",
         created=created,
         model=behaviour.model or requested_model(request),
-        prompt_tokens=tokens_for_chars(prompt_chars(request)),
-        pieces=() if behaviour.empty else _pieces(behaviour, request),
-        reasoning_pieces=_REASONING_PIECES if behaviour.reasoning else (),
+        prompt_tokens=tokens_for_chars(prompt_chars(request)) + images,
+        pieces=kept,
+        reasoning_pieces=_REASONING_PIECES if behaviour.reasoning or thinking else (),
         with_usage=not behaviour.nousage,
+        tool_calls=calls,
+        stopped=kept != pieces,
     )
 
 
 def _pieces(behaviour: Behaviour, request: Request) -> tuple[str, ...]:
-    """The answer's deltas: the usual sentence, or one JSON object under `json_after`.
+    """The answer's deltas: the sentence, the JSON asked for, or `json_after`'s object.
 
     A request ending in an assistant prefill that begins the sentence gets the
     rest of it, as a model continues its own partial answer.
     """
-    if behaviour.json_after is None:
-        return _continued(answer_pieces(behaviour.chunks), prefill_text(request))
-    valid = assistant_turns(request) >= behaviour.json_after
-    return (JSON_ANSWER if valid else JSON_WRONG,)
+    if behaviour.json_after is not None:
+        valid = assistant_turns(request) >= behaviour.json_after
+        return (JSON_ANSWER if valid else JSON_WRONG,)
+    asked = json_content(request)
+    if asked is not None:
+        third = max(1, len(asked) // 3)
+        return tuple(asked[i : i + third] for i in range(0, len(asked), third))
+    return _continued(answer_pieces(behaviour.chunks), prefill_text(request))
+
+
+def _before_stop(pieces: tuple[str, ...], stop: object) -> tuple[str, ...]:
+    """The pieces before the first stop sequence (the last one cut where it starts)."""
+    sequences = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    text = "".join(pieces)
+    found = [text.find(s) for s in sequences if isinstance(s, str) and s and s in text]
+    if not found:
+        return pieces
+    end, kept, used = min(found), [], 0
+    for piece in pieces:
+        if used + len(piece) > end:
+            if end > used:
+                kept.append(piece[: end - used])
+            break
+        kept.append(piece)
+        used += len(piece)
+    return tuple(kept)
 
 
 def _continued(pieces: tuple[str, ...], prefill: str | None) -> tuple[str, ...]:
@@ -162,15 +212,22 @@ def json_reply(payload: object, status: int = 200, headers: Headers | None = Non
 
 def chat_reply(completion: Completion) -> Reply:
     """The non-streamed `chat.completion` object."""
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(completion.pieces)}
+    content = "".join(completion.pieces) if not completion.tool_calls else None
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if completion.reasoning_pieces:
         message["reasoning_content"] = "".join(completion.reasoning_pieces)
+    if completion.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in completion.tool_calls
+        ]
+    choice = {"index": 0, "message": message, "finish_reason": completion.finish_reason}
     payload: dict[str, Any] = {
         "id": completion.id,
         "object": "chat.completion",
         "created": completion.created,
         "model": completion.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "choices": [choice],
     }
     if completion.with_usage:
         payload["usage"] = completion.usage()

@@ -1,17 +1,24 @@
 """The Anthropic Messages API for the sim: `POST /v1/messages`.
 
-Like the real API it refuses a request without `max_tokens`. Streams are
+Every field is checked as the real API checks it (`_anthropic_check`), then the
+request is read into the OpenAI shape the planner answers: tools, `tool_choice`,
+`disable_parallel_tool_use`, tool results, images, stop sequences, thinking.
+Answers carry `thinking`, `text` and `tool_use` blocks. Streams are
 `event:`/`data:` pairs: `message_start`, a `ping`, one content block per kind
-(thinking, then text) with its deltas, `message_delta` with the stop reason and
-cumulative usage, then `message_stop` (which `nodone` holds back). Thinking
-tokens are counted in `output_tokens`, as Anthropic counts them.
+(thinking, text, each tool call with `input_json_delta` fragments) with its
+deltas, `message_delta` with the stop reason and cumulative usage, then
+`message_stop` (which `nodone` holds back). Thinking tokens are counted in
+`output_tokens`, as Anthropic counts them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from laneway.sim._answers import Reply, json_reply
+from laneway.sim._anthropic_check import problem
 from laneway.sim._native import Call, sse
 
 if TYPE_CHECKING:
@@ -38,8 +45,18 @@ def _message_id(completion: Completion) -> str:
     return completion.id.replace("chatcmpl-", "msg_")
 
 
+def _tool_id(openai_id: str) -> str:
+    return openai_id.replace("call_", "toolu_", 1)
+
+
+def _stop_reason(completion: Completion) -> str:
+    if completion.tool_calls:
+        return "tool_use"
+    return "stop_sequence" if completion.stopped else "end_turn"
+
+
 def _usage(completion: Completion) -> dict[str, int]:
-    output = len(completion.pieces) + len(completion.reasoning_pieces)
+    output = completion.answer_tokens + len(completion.reasoning_pieces)
     return {
         "input_tokens": completion.prompt_tokens,
         "cache_creation_input_tokens": 0,
@@ -55,7 +72,7 @@ def _message(completion: Completion, content: list[dict[str, Any]], final: bool)
         "role": "assistant",
         "model": completion.model,
         "content": content,
-        "stop_reason": "end_turn" if final else None,
+        "stop_reason": _stop_reason(completion) if final else None,
         "stop_sequence": None,
     }
     if completion.with_usage:
@@ -84,15 +101,30 @@ class _AnthropicWriter:
         if delta.get("content"):
             yield from self._open("text")
             yield self._delta({"type": "text_delta", "text": delta["content"]})
+        for call in delta.get("tool_calls") or []:
+            yield from self._tool_call(call)
         if choice.get("finish_reason"):
             yield from self._close()
-            finished: dict[str, Any] = {"delta": {"stop_reason": "end_turn", "stop_sequence": None}}
+            stop = {"stop_reason": _stop_reason(self._completion), "stop_sequence": None}
+            finished: dict[str, Any] = {"delta": stop}
             if self._completion.with_usage:
                 finished["usage"] = _usage(self._completion)
             yield _event("message_delta", **finished)
 
     def done(self) -> Iterator[bytes]:
         yield _event("message_stop")
+
+    def _tool_call(self, call: dict[str, Any]) -> Iterator[bytes]:
+        """A call's opening starts a `tool_use` block; its fragments are `input_json_delta`s."""
+        if "id" in call:
+            yield from self._close()
+            self._block, self._index = "tool_use", self._index + 1
+            block = {"type": "tool_use", "id": _tool_id(call["id"]), "input": {}}
+            block["name"] = call["function"]["name"]
+            yield _event("content_block_start", index=self._index, content_block=block)
+        fragment = call["function"].get("arguments")
+        if fragment:
+            yield self._delta({"type": "input_json_delta", "partial_json": fragment})
 
     def _open(self, kind: str) -> Iterator[bytes]:
         if self._block == kind:
@@ -128,6 +160,65 @@ def _text(content: object) -> str:
     return "".join(text for text in texts if isinstance(text, str))
 
 
+def _turn(role: str, content: object) -> list[dict[str, Any]]:
+    """One checked Messages turn as OpenAI messages: tool results first, then the turn."""
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    results = [
+        {"role": "tool", "tool_call_id": b["tool_use_id"], "content": _text(b.get("content", ""))}
+        for b in blocks
+        if b["type"] == "tool_result"
+    ]
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if block["type"] == "text":
+            parts.append({"type": "text", "text": block["text"]})
+        elif block["type"] in ("image", "document"):
+            parts.append({"type": "image_url", "image_url": {"url": "sim"}})
+    message: dict[str, Any] = {"role": role, "content": parts}
+    calls = [
+        {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": "{}"}}
+        for b in blocks
+        if b["type"] == "tool_use"
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    return [*results, message] if parts or calls else results
+
+
+def _tool_choice(choice: dict[str, Any]) -> object:
+    kind = choice["type"]
+    if kind == "tool":
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return {"auto": "auto", "any": "required", "none": "none"}[kind]
+
+
+def _openai_request(body: Request) -> Request:
+    """A checked Messages body as the OpenAI-shaped request the planner reads."""
+    messages: list[dict[str, Any]] = []
+    if "system" in body:
+        messages.append({"role": "system", "content": _text(body["system"])})
+    for message in body["messages"]:
+        messages.extend(_turn(message["role"], message["content"]))
+    request: Request = {"model": body["model"], "messages": messages}
+    if body.get("stop_sequences"):
+        request["stop"] = body["stop_sequences"]
+    if body.get("tools"):
+        request["tools"] = [
+            {"type": "function", "function": {"name": t["name"], "parameters": t["input_schema"]}}
+            for t in body["tools"]
+        ]
+    choice = body.get("tool_choice")
+    if choice is not None:
+        request["tool_choice"] = _tool_choice(choice)
+        if choice.get("disable_parallel_tool_use"):
+            request["parallel_tool_calls"] = False
+    if (body.get("thinking") or {}).get("type") == "enabled":
+        request["reasoning_effort"] = "medium"
+    return request
+
+
 class AnthropicDialect:
     """Reads `/v1/messages`; every other path under it is a 404."""
 
@@ -137,23 +228,28 @@ class AnthropicDialect:
             return self.error(404, f"sim: no route for {method} /v1/messages{endpoint}", None, [])
         if body is None:
             return self.error(400, "sim: the request body is not a JSON object", None, [])
-        if not isinstance(body.get("max_tokens"), int):
-            return self.error(400, "max_tokens: Field required", None, [])
-        turns = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        messages = [{"role": m.get("role"), "content": _text(m.get("content"))} for m in turns]
-        if "system" in body:
-            messages.insert(0, {"role": "system", "content": _text(body["system"])})
-        request = {"model": body.get("model"), "messages": messages}
-        return Call("chat", request, stream=body.get("stream") is True)
+        refused = problem(body)
+        if refused is not None:
+            return self.error(400, refused, None, [])
+        return Call("chat", _openai_request(body), stream=body.get("stream") is True)
 
     def chat(self, completion: Completion) -> Reply:
-        """A `message`: a thinking block first when reasoning, then the text block."""
+        """A `message`: a thinking block first when reasoning, then text, then tool uses."""
         content: list[dict[str, Any]] = []
         if completion.reasoning_pieces:
             thinking = "".join(completion.reasoning_pieces)
             content.append({"type": "thinking", "thinking": thinking, "signature": SIGNATURE})
         if completion.pieces:
             content.append({"type": "text", "text": "".join(completion.pieces)})
+        content.extend(
+            {
+                "type": "tool_use",
+                "id": _tool_id(c.id),
+                "name": c.name,
+                "input": orjson.loads(c.arguments),
+            }
+            for c in completion.tool_calls
+        )
         return json_reply(_message(completion, content, final=True))
 
     def writer(self, completion: Completion) -> _AnthropicWriter:

@@ -27,6 +27,7 @@ from laneway.sim._answers import (
     plan_completion,
 )
 from laneway.sim._anthropic import ANTHROPIC
+from laneway.sim._azure import AzureRoute, azure_answer, azure_gate, azure_request, azure_route
 from laneway.sim._faults import Refusal, choose_refusal
 from laneway.sim._gemini import GEMINI
 from laneway.sim._native import Call, Dialect, native_refusal, native_steps
@@ -136,8 +137,11 @@ class SimApp:
         path: str = scope["path"]
         method: str = scope["method"]
         native = _native_route(path)
+        azure = azure_route(path)
         if native is not None:
             await self._serve_native(*native, method, receive, send)
+        elif azure is not None:
+            await self._serve_azure(azure, method, scope, receive, send)
         elif path.startswith("/v1/"):
             await self._serve_upstream("ok", method, path[3:], receive, send)
         elif path.startswith("/b/") and "/v1/" in path:
@@ -194,8 +198,25 @@ class SimApp:
             return stream_steps(behaviour, completion, wants_stream_usage(request))
         return chat_reply(completion)
 
+    async def _serve_azure(
+        self, route: AzureRoute, method: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Serve Azure OpenAI: its gate, then the OpenAI route dressed as Azure answers."""
+        query = parse_qs(scope["query_string"].decode())
+        refused = azure_gate(route, query, dict(scope["headers"]))
+        if refused is not None:
+            await _send_reply(send, refused)
+            return
+        await self._serve_upstream(route.spec, method, route.endpoint, receive, send, route)
+
     async def _serve_upstream(
-        self, spec: str, method: str, endpoint: str, receive: Receive, send: Send
+        self,
+        spec: str,
+        method: str,
+        endpoint: str,
+        receive: Receive,
+        send: Send,
+        azure: AzureRoute | None = None,
     ) -> None:
         body = await _read_body(receive)
         now = time.monotonic()
@@ -204,12 +225,16 @@ class SimApp:
             await _send_reply(send, admitted)
             return
         behaviour, request = admitted
+        if azure is not None:
+            request = azure_request(azure, request)
         refusal = choose_refusal(behaviour, spec, request, self._state, now)
         streaming = refusal is None and endpoint == _CHAT and wants_stream(request)
         wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
         if await _client_left_within(receive, wait):
             return
         answer = self._answer(behaviour, endpoint, request, refusal)
+        if azure is not None:
+            answer = azure_answer(answer, refusal)
         if isinstance(answer, Reply):
             await _send_reply(send, answer)
         else:

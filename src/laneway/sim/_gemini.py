@@ -1,7 +1,13 @@
 """The Gemini native API for the sim: `/v1beta/models/{model}:{method}`.
 
-Answers follow Google's proto3 JSON, which leaves out zero counts (an answer
-without thinking has no `thoughtsTokenCount`). Streams (`:streamGenerateContent`,
+Chat requests are checked field by field as Gemini checks them
+(`_gemini_check`), then read into the OpenAI shape the planner answers:
+function declarations and `toolConfig`, function calls and responses in the
+history, inline images, `responseMimeType`/`responseSchema`, stop sequences,
+thought summaries. Function calls come back as whole `functionCall` parts
+(in one chunk when streamed, as Gemini sends them). Answers follow Google's
+proto3 JSON, which leaves out zero counts (an answer without thinking has no
+`thoughtsTokenCount`). Streams (`:streamGenerateContent`,
 always SSE here) send no `[DONE]`: the last chunk carries `finishReason` and the
 final `usageMetadata`. Pushback is told the Google way, as a `RetryInfo` detail
 in the error body rather than a `Retry-After` header.
@@ -11,7 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from laneway.sim._answers import DEFAULT_DIMS, Reply, embedding_vector, json_reply
+from laneway.sim._gemini_check import problem
 from laneway.sim._native import Call, sse
 from laneway.sim._request import requested_dimensions, tokens_for_chars
 
@@ -47,16 +56,76 @@ def _text(content: object) -> str:
     return "".join(text for text in texts if isinstance(text, str))
 
 
+def _turn(content: dict[str, Any], calls: list[str]) -> list[dict[str, Any]]:
+    """One checked `Content` as OpenAI messages; `calls` pairs responses with call ids."""
+    parts: list[dict[str, Any]] = content["parts"]
+    responses = [
+        {"role": "tool", "tool_call_id": calls.pop(0) if calls else "?", "content": "{}"}
+        for part in parts
+        if "functionResponse" in part
+    ]
+    message_parts: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            message_parts.append({"type": "text", "text": part["text"]})
+        elif "inlineData" in part or "fileData" in part:
+            message_parts.append({"type": "image_url", "image_url": {"url": "sim"}})
+    named = [part["functionCall"] for part in parts if "functionCall" in part]
+    ids = [f"call_{len(calls) + index}" for index in range(len(named))]
+    calls.extend(ids)
+    role = "assistant" if content.get("role") == "model" else "user"
+    message: dict[str, Any] = {"role": role, "content": message_parts}
+    if named:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": c.get("name"), "arguments": "{}"}}
+            for i, c in zip(ids, named, strict=True)
+        ]
+    return [*responses, message] if message_parts or named else responses
+
+
 def _chat_request(model: str, body: Request) -> Request:
-    messages: list[dict[str, str]] = []
+    """A checked `generateContent` body as the OpenAI-shaped request the planner reads."""
+    messages: list[dict[str, Any]] = []
     if "systemInstruction" in body:
         messages.append({"role": "system", "content": _text(body["systemInstruction"])})
-    for content in body.get("contents") or []:
-        role = (
-            "assistant" if isinstance(content, dict) and content.get("role") == "model" else "user"
+    calls: list[str] = []
+    for content in body["contents"]:
+        messages.extend(_turn(content, calls))
+    request: Request = {"model": model, "messages": messages}
+    config = body.get("generationConfig") or {}
+    if config.get("stopSequences"):
+        request["stop"] = config["stopSequences"]
+    if config.get("responseMimeType") == "application/json":
+        schema = config.get("responseSchema")
+        request["response_format"] = (
+            {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+            if schema is not None
+            else {"type": "json_object"}
         )
-        messages.append({"role": role, "content": _text(content)})
-    return {"model": model, "messages": messages}
+    if (config.get("thinkingConfig") or {}).get("includeThoughts"):
+        request["reasoning_effort"] = "medium"
+    _read_tools(body, request)
+    return request
+
+
+def _read_tools(body: Request, request: Request) -> None:
+    declarations = [
+        d for tool in body.get("tools") or [] for d in tool.get("functionDeclarations") or []
+    ]
+    if not declarations:
+        return
+    request["tools"] = [
+        {"type": "function", "function": {"name": d["name"], "parameters": d.get("parameters")}}
+        for d in declarations
+    ]
+    calling = (body.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    mode, allowed = calling.get("mode", "AUTO"), calling.get("allowedFunctionNames") or []
+    if mode == "NONE":
+        request["tool_choice"] = "none"
+    elif mode == "ANY" and len(allowed) == 1:
+        request["tool_choice"] = {"type": "function", "function": {"name": allowed[0]}}
+    elif mode == "ANY":
+        request["tool_choice"] = "required"
 
 
 def _embed_request(model: str, body: Request) -> Request:
@@ -72,7 +141,7 @@ def _usage(completion: Completion, final: bool) -> dict[str, int]:
     prompt = completion.prompt_tokens
     if not final:
         return {"promptTokenCount": prompt, "totalTokenCount": prompt}
-    answer, thoughts = len(completion.pieces), len(completion.reasoning_pieces)
+    answer, thoughts = completion.answer_tokens, len(completion.reasoning_pieces)
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": answer}
     usage.update(totalTokenCount=prompt + answer + thoughts, thoughtsTokenCount=thoughts)
     return {key: value for key, value in usage.items() if value}
@@ -90,8 +159,15 @@ def _response(completion: Completion, parts: list[dict[str, Any]], final: bool) 
     return payload
 
 
+def _function_calls(completion: Completion) -> list[dict[str, Any]]:
+    return [
+        {"functionCall": {"name": c.name, "args": orjson.loads(c.arguments)}}
+        for c in completion.tool_calls
+    ]
+
+
 class _GeminiWriter:
-    """One chunk per delta; the finish becomes the final chunk with the final usage."""
+    """One chunk per delta; function calls whole in one chunk; the finish with the usage."""
 
     def __init__(self, completion: Completion) -> None:
         self._completion = completion
@@ -103,6 +179,8 @@ class _GeminiWriter:
         if delta.get("content"):
             yield self._chunk([{"text": delta["content"]}])
         if choice.get("finish_reason"):
+            if self._completion.tool_calls:
+                yield self._chunk(_function_calls(self._completion))
             yield self._chunk([{"text": ""}], final=True)
 
     def done(self) -> Iterator[bytes]:
@@ -123,15 +201,21 @@ class GeminiDialect:
         if body is None:
             return self.error(400, "sim: the request body is not a JSON object", None, [])
         kind, stream = _METHODS[name]
-        request = _embed_request(model, body) if kind == "embed" else _chat_request(model, body)
-        return Call(kind, request, stream)
+        if kind == "embed":
+            return Call(kind, _embed_request(model, body), stream)
+        refused = problem(body)
+        if refused is not None:
+            return self.error(400, refused, None, [])
+        return Call(kind, _chat_request(model, body), stream)
 
     def chat(self, completion: Completion) -> Reply:
         """A `GenerateContentResponse`: thought part first when reasoning, then the text."""
         parts: list[dict[str, Any]] = []
         if completion.reasoning_pieces:
             parts.append({"text": "".join(completion.reasoning_pieces), "thought": True})
-        parts.append({"text": "".join(completion.pieces)})
+        if completion.pieces or not completion.tool_calls:
+            parts.append({"text": "".join(completion.pieces)})
+        parts.extend(_function_calls(completion))
         return json_reply(_response(completion, parts, final=True))
 
     def writer(self, completion: Completion) -> _GeminiWriter:

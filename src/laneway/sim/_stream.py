@@ -90,8 +90,21 @@ def _content(behaviour: Behaviour, completion: Completion) -> Generator[Step, No
     return False
 
 
+def _tool_calls(behaviour: Behaviour, completion: Completion) -> Iterator[Step]:
+    """Each call as OpenAI streams it: id and name first, then the arguments in two halves."""
+    for index, call in enumerate(completion.tool_calls):
+        opening = {"index": index, "id": call.id, "type": "function"}
+        opening["function"] = {"name": call.name, "arguments": ""}
+        yield from _paced(behaviour, _delta(completion, {"tool_calls": [opening]}))
+        half = len(call.arguments) // 2
+        for fragment in (call.arguments[:half], call.arguments[half:]):
+            more = {"index": index, "function": {"arguments": fragment}}
+            yield from _paced(behaviour, _delta(completion, {"tool_calls": [more]}))
+
+
 def _closing(behaviour: Behaviour, completion: Completion, include_usage: bool) -> Iterator[Step]:
-    yield from _paced(behaviour, _delta(completion, {}, "stop"))
+    yield from _tool_calls(behaviour, completion)
+    yield from _paced(behaviour, _delta(completion, {}, completion.finish_reason))
     if include_usage and completion.with_usage:
         yield _event(completion, [], usage=completion.usage())
     yield Pause(HANG_SECONDS) if behaviour.nodone else DONE_EVENT
