@@ -57,18 +57,25 @@ def lane(*sources: dict[str, Any], **settings: Any) -> LanewayConfig:
 
 
 async def run(config: LanewayConfig, transport: SpyTransport | None = None) -> Any:
+    """Stream the lane's answer: the stream, its error, seconds taken, and its record.
+
+    Every chunk forwarded carries the first one's ``id``: a continued stream is
+    one answer to the caller.
+    """
     records = Records()
+    ids: set[object] = set()
     async with Laneway.from_settings(config, environ={}, transport=transport) as lw:
         lw.engine.recorder.observers.append(records)
         stream = lw.chat_stream("lane", MESSAGES)
         started = time.monotonic()
         failure: Exception | None = None
         try:
-            async for _ in stream:
-                pass
+            async for chunk in stream:
+                ids.add((chunk.raw or {}).get("id"))
         except (StreamInterrupted, UpstreamFailed) as exc:
             failure = exc
         took = time.monotonic() - started
+    assert len(ids) <= 1
     return stream, failure, took, records.records[-1]
 
 

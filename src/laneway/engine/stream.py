@@ -162,6 +162,7 @@ class ChatStream:
         self.first_token_at: float | None = None
         self._content: list[str] = []
         self._tool_deltas = False
+        self._answer_id: object = None
         self._started = engine.clock.now()
         self._iterator: AsyncGenerator[ChatChunk, None] | None = None
 
@@ -422,6 +423,13 @@ class ChatStream:
             return await anext(events, None)
 
     def _took(self, chunk: ChatChunk) -> ChatChunk:
+        """Note what the caller receives; a continuation's chunks keep the first answer's id."""
+        raw = chunk.raw
+        if raw is not None and "id" in raw:
+            if self._answer_id is None:
+                self._answer_id = raw["id"]
+            elif raw["id"] != self._answer_id:
+                chunk = dataclasses.replace(chunk, raw={**raw, "id": self._answer_id})
         if chunk.content:
             self._content.append(chunk.content)
         if chunk.model:
