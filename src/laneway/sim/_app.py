@@ -3,12 +3,19 @@
 No web framework: a request costs one path split, one cached spec lookup, one
 `orjson` parse and one serialisation, which keeps a loopback client, not the sim,
 the bottleneck in benchmarks.
+
+Two faults strike before any answer: `no_headers` holds the request without a
+response head until the client leaves, and `reset` aborts the connection with
+a TCP reset. `reset` needs the socket, which plain ASGI does not give an app,
+so the sim's own server puts the transport in the scope (`TRANSPORT`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
+import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
@@ -34,7 +41,7 @@ from laneway.sim._native import Call, Dialect, native_refusal, native_steps
 from laneway.sim._request import Request, wants_stream, wants_stream_usage
 from laneway.sim._spec import Behaviour, SpecError, parse_spec
 from laneway.sim._state import SimState
-from laneway.sim._stream import Cut, Pause, Step, stream_steps
+from laneway.sim._stream import HANG_SECONDS, Cut, Pause, Step, stream_steps
 
 SLOW_SEED = 0x5EED
 """Mixed into ``seed`` for the ``slow`` draws (their own stream)."""
@@ -52,6 +59,10 @@ _NATIVE_ROOTS: tuple[tuple[str, Dialect], ...] = (
     ("/v1beta/", GEMINI),
     ("/v1/messages", ANTHROPIC),
 )
+TRANSPORT = "laneway.sim.transport"
+"""Scope key of the request's asyncio transport, set by the sim's server for `reset`."""
+_ABORTIVE_CLOSE = struct.pack("ii", 1, 0)
+"""SO_LINGER on with a zero timeout: closing the socket sends RST instead of FIN."""
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -78,6 +89,31 @@ async def _client_left_within(receive: Receive, seconds: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+async def _reset(scope: Scope, receive: Receive) -> None:
+    """Abort the connection with a TCP reset, then wait until the server has seen it close."""
+    transport = scope.get(TRANSPORT)
+    if transport is None:
+        raise RuntimeError("the reset token needs the sim's own server (laneway.sim.serve)")
+    transport.get_extra_info("socket").setsockopt(
+        socket.SOL_SOCKET, socket.SO_LINGER, _ABORTIVE_CLOSE
+    )
+    transport.abort()
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _held_back(behaviour: Behaviour, wait: float, scope: Scope, receive: Receive) -> bool:
+    """Apply the faults that strike before the response head; `True` when no answer follows.
+
+    `wait` is the silence the spec asks for before the head (its sleep, plus a
+    plain answer's `ttfb`); `no_headers` makes it last until the client leaves.
+    """
+    if behaviour.reset:
+        await _reset(scope, receive)
+        return True
+    return await _client_left_within(receive, HANG_SECONDS if behaviour.no_headers else wait)
 
 
 async def _send_reply(send: Send, reply: Reply) -> None:
@@ -139,14 +175,14 @@ class SimApp:
         native = _native_route(path)
         azure = azure_route(path)
         if native is not None:
-            await self._serve_native(*native, method, receive, send)
+            await self._serve_native(*native, method, scope, receive, send)
         elif azure is not None:
             await self._serve_azure(azure, method, scope, receive, send)
         elif path.startswith("/v1/"):
-            await self._serve_upstream("ok", method, path[3:], receive, send)
+            await self._serve_upstream("ok", method, path[3:], scope, receive, send)
         elif path.startswith("/b/") and "/v1/" in path:
             spec, _, endpoint = path[3:].partition("/v1/")
-            await self._serve_upstream(spec, method, f"/{endpoint}", receive, send)
+            await self._serve_upstream(spec, method, f"/{endpoint}", scope, receive, send)
         else:
             await _send_reply(send, self._control_reply(method, path, scope))
 
@@ -207,13 +243,14 @@ class SimApp:
         if refused is not None:
             await _send_reply(send, refused)
             return
-        await self._serve_upstream(route.spec, method, route.endpoint, receive, send, route)
+        await self._serve_upstream(route.spec, method, route.endpoint, scope, receive, send, route)
 
     async def _serve_upstream(
         self,
         spec: str,
         method: str,
         endpoint: str,
+        scope: Scope,
         receive: Receive,
         send: Send,
         azure: AzureRoute | None = None,
@@ -230,7 +267,7 @@ class SimApp:
         refusal = choose_refusal(behaviour, spec, request, self._state, now)
         streaming = refusal is None and endpoint == _CHAT and wants_stream(request)
         wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
-        if await _client_left_within(receive, wait):
+        if await _held_back(behaviour, wait, scope, receive):
             return
         answer = self._answer(behaviour, endpoint, request, refusal)
         if azure is not None:
@@ -241,7 +278,14 @@ class SimApp:
             await _send_stream(send, receive, answer)
 
     async def _serve_native(
-        self, dialect: Dialect, spec: str, endpoint: str, method: str, receive: Receive, send: Send
+        self,
+        dialect: Dialect,
+        spec: str,
+        endpoint: str,
+        method: str,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """Serve Gemini or Anthropic: the same faults, read and written in the native form."""
         body = await _read_body(receive)
@@ -254,7 +298,7 @@ class SimApp:
         refusal = choose_refusal(behaviour, spec, call.request, self._state, now)
         streaming = refusal is None and call.stream
         wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
-        if await _client_left_within(receive, wait):
+        if await _held_back(behaviour, wait, scope, receive):
             return
         answer = self._native_answer(dialect, behaviour, call, refusal)
         if isinstance(answer, Reply):

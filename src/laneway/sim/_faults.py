@@ -3,7 +3,8 @@
 Request-shape refusals (content filter, context window, prefill) come first, because
 they depend only on the request; then the stateful ones in the order a provider
 would apply them: rate limit, outage (flap), scripted failures, random failures,
-and finally an unconditional `status`.
+and finally an unconditional `status`. `down_for` counts from the spec's first
+hit, so an outage begins when the scenario that uses the spec begins.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def _refuse_scripted(
     flap = behaviour.flap
     if flap is not None and in_flap_outage(now - state.started_at, flap):
         return Refusal(status, f"sim: flapping upstream is down (flap={flap})")
+    down_for = behaviour.down_for
+    if down_for is not None and state.since_first_hit(spec, now) < down_for:
+        return Refusal(status, f"sim: upstream is down for {down_for:g} s from its first request")
     fail_first = behaviour.fail_first
     if fail_first is not None and state.next_attempt(spec) <= fail_first:
         return Refusal(status, f"sim: failing the first {fail_first} requests")

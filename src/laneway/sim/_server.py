@@ -11,8 +11,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from laneway.sim._app import create_app
+from laneway.sim._app import TRANSPORT, create_app
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -34,6 +35,16 @@ class _HideIntentionalCuts(logging.Filter):
 
 
 _HIDE_INTENTIONAL_CUTS = _HideIntentionalCuts()
+
+
+class _SimProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, handing each request its transport (for `reset`)."""
+
+    def on_headers_complete(self) -> None:
+        """Put the transport in the scope before the request's task first runs."""
+        super().on_headers_complete()
+        if self.cycle is not None:
+            self.cycle.scope[TRANSPORT] = self.transport  # type: ignore[literal-required]
 
 
 class _SimServer(uvicorn.Server):
@@ -63,7 +74,7 @@ def _server(host: str, port: int) -> uvicorn.Server:
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        http=_SimProtocol,
         log_level="warning",
         access_log=False,
         lifespan="off",

@@ -2,6 +2,10 @@
 
 A spec is a comma-separated list of `key` or `key=value` tokens. Parsing is pure
 and each spec string is parsed once per app, so the request path stays cheap.
+
+`scale=F` multiplies every duration of the spec (waits, `Retry-After` values,
+outage lengths) by `F`, so a scenario written in real seconds runs ten times
+faster with `scale=0.1`. The `rpm` window stays 60 s.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class Behaviour:
     bucket: str | None = None
     no_retry_after: bool = False
     flap: float | None = None
+    down_for: float | None = None
+    no_headers: bool = False
+    reset: bool = False
+    end_without_done: bool = False
+    prefill_continue: bool = False
     model: str | None = None
     id: str | None = None
     json_after: int | None = None
@@ -54,7 +63,8 @@ class Behaviour:
     @property
     def fails_conditionally(self) -> bool:
         """Whether `status` only names the code of a conditional fault instead of always firing."""
-        return self.fail_first is not None or self.flaky is not None or self.flap is not None
+        conditions = (self.fail_first, self.flaky, self.flap, self.down_for)
+        return any(condition is not None for condition in conditions)
 
 
 class SpecError(ValueError):
@@ -129,6 +139,10 @@ _FLAG_TOKENS = frozenset(
         "reject_prefill",
         "reasoning",
         "no_retry_after",
+        "no_headers",
+        "reset",
+        "end_without_done",
+        "prefill_continue",
     }
 )
 
@@ -154,6 +168,8 @@ _VALUE_TOKENS: dict[str, Callable[[str], object]] = {
     "rpm": _positive_count,
     "bucket": _name,
     "flap": _positive_seconds,
+    "down_for": _positive_seconds,
+    "scale": _positive_seconds,
     "model": _name,
     "id": _name,
     "json_after": _count,
@@ -174,6 +190,24 @@ def _token_value(token: str) -> tuple[str, object]:
     raise SpecError(token, "unknown token")
 
 
+_DURATIONS = ("sleep", "slow_sleep", "ttfb", "delay", "flap", "down_for", "retry_after_date")
+"""Fields in seconds that `scale` multiplies."""
+_HEADER_DURATIONS = ("retry_after", "retry_after_ms")
+"""Header values (kept as text) that `scale` multiplies."""
+
+
+def _scaled(fields: dict[str, Any], scale: float) -> dict[str, Any]:
+    """`fields` with every duration times `scale`; header values stay plain numbers."""
+    scaled = dict(fields)
+    for key in _DURATIONS:
+        if key in scaled:
+            scaled[key] = scaled[key] * scale
+    for key in _HEADER_DURATIONS:
+        if key in scaled:
+            scaled[key] = f"{float(scaled[key]) * scale:g}"
+    return scaled
+
+
 def parse_spec(spec: str) -> Behaviour:
     """Turn a spec string into a `Behaviour`; a repeated token keeps its last value.
 
@@ -185,4 +219,5 @@ def parse_spec(spec: str) -> Behaviour:
         if token and token != "ok":
             key, value = _token_value(token)
             fields[key] = value
-    return Behaviour(**fields)
+    scale = fields.pop("scale", None)
+    return Behaviour(**(fields if scale is None else _scaled(fields, scale)))

@@ -22,6 +22,8 @@ MAX_HIT_TIMES = 10_000
 
 @dataclass(slots=True)
 class _Hits:
+    first: float
+    """Seconds from the start to the first hit (kept when `times` drops old ones)."""
     count: int = 0
     times: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_HIT_TIMES))
 
@@ -45,21 +47,27 @@ class SimState:
 
     def record_hit(self, spec: str, now: float) -> None:
         """Log that a request for `spec` reached an endpoint."""
+        at = now - self.started_at
         hits = self._hits.get(spec)
         if hits is None:
-            hits = self._hits[spec] = _Hits()
+            hits = self._hits[spec] = _Hits(first=at)
         hits.count += 1
-        hits.times.append(now - self.started_at)
+        hits.times.append(at)
 
     def hits(self, spec: str | None = None) -> dict[str, Any]:
         """Report hits for every spec, or only the entry for `spec` when one is named."""
         if spec is not None:
-            return self._hits_entry(self._hits.get(spec, _Hits()))
+            return self._hits_entry(self._hits.get(spec, _Hits(first=0.0)))
         return {name: self._hits_entry(hits) for name, hits in self._hits.items()}
 
     @staticmethod
     def _hits_entry(hits: _Hits) -> dict[str, Any]:
         return {"count": hits.count, "times": list(hits.times)}
+
+    def since_first_hit(self, spec: str, now: float) -> float:
+        """Seconds from the spec's first hit to `now` (0 before any hit)."""
+        hits = self._hits.get(spec)
+        return 0.0 if hits is None else now - self.started_at - hits.first
 
     def next_attempt(self, spec: str) -> int:
         """Count one more attempt for `spec` and return its 1-based ordinal."""

@@ -1,7 +1,8 @@
 """Script a streamed chat answer as steps: bytes to send, pauses, and an abrupt cut.
 
 The script is a pure generator of data, so every streaming fault
-(`ttfb`, `delay`, `malformed`, `cut_after`, `stall_after`, `nodone`) is a choice
+(`ttfb`, `delay`, `malformed`, `cut_after`, `stall_after`, `nodone`,
+`end_without_done`) is a choice
 of steps here and the app's sender stays a small loop.
 """
 
@@ -107,7 +108,10 @@ def _closing(behaviour: Behaviour, completion: Completion, include_usage: bool) 
     yield from _paced(behaviour, _delta(completion, {}, completion.finish_reason))
     if include_usage and completion.with_usage:
         yield _event(completion, [], usage=completion.usage())
-    yield Pause(HANG_SECONDS) if behaviour.nodone else DONE_EVENT
+    if behaviour.nodone:
+        yield Pause(HANG_SECONDS)
+    elif not behaviour.end_without_done:
+        yield DONE_EVENT
 
 
 def stream_steps(

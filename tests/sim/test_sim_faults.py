@@ -1,0 +1,121 @@
+"""The sim's fault scripts for a primary: scaled time, resets, silence, outages, prefills."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from laneway.sim import FAULTS, RunningSim, fault_scenario, parse_spec, refusing_port
+from laneway.sim._answers import answer_pieces, continuation, plan_completion
+from laneway.sim._stream import DONE_EVENT, stream_steps
+from tests.helpers import unique_spec
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def chat_url(sim: RunningSim, spec: str) -> str:
+    return f"{sim.base_url}/b/{spec}/v1/chat/completions"
+
+
+async def post(sim: RunningSim, spec: str, body: dict[str, Any]) -> tuple[int, Any, bytes]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(chat_url(sim, spec), json=body) as r,
+    ):
+        return r.status, r.headers, await r.read()
+
+
+def test_scale_multiplies_every_duration() -> None:
+    behaviour = parse_spec(
+        "sleep=2,ttfb=20,delay=1,down_for=60,retry_after=2,retry_after_ms=500,scale=0.1"
+    )
+    assert behaviour.sleep == pytest.approx(0.2)
+    assert behaviour.ttfb == pytest.approx(2.0)
+    assert behaviour.delay == pytest.approx(0.1)
+    assert behaviour.down_for == pytest.approx(6.0)
+    assert (behaviour.retry_after, behaviour.retry_after_ms) == ("0.2", "50")
+
+
+def test_scale_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="scale=0"):
+        parse_spec("scale=0")
+
+
+def test_end_without_done_ends_after_the_final_chunk() -> None:
+    behaviour = parse_spec("end_without_done,chunks=2")
+    completion = plan_completion(behaviour, {"messages": HELLO}, number=1, created=0)
+    steps = [step for step in stream_steps(behaviour, completion, True) if isinstance(step, bytes)]
+    assert len(steps) == len(list(stream_steps(behaviour, completion, True)))
+    assert DONE_EVENT not in steps
+    assert b'"usage"' in steps[-1]
+
+
+def test_a_prefill_is_continued_from_where_it_stops() -> None:
+    pieces = answer_pieces(6)
+    assert continuation(pieces, "sim answer w2") == (" w3", " w4", " w5")
+    assert continuation(pieces, "sim answer w2 w3 w4 w5") == ()
+    assert continuation(pieces, "something else") == pieces
+    assert continuation(pieces, "sim ans") == pieces
+
+
+async def test_prefill_continue_answers_the_rest(sim: RunningSim) -> None:
+    messages = [*HELLO, {"role": "assistant", "content": "sim answer w2"}]
+    status, _, raw = await post(
+        sim, unique_spec("prefill_continue,chunks=5"), {"messages": messages}
+    )
+    answer = orjson.loads(raw)
+    assert status == 200
+    assert answer["choices"][0]["message"]["content"] == " w3 w4"
+    assert answer["usage"]["completion_tokens"] == 2
+
+
+async def test_reset_aborts_the_connection(sim: RunningSim) -> None:
+    spec = unique_spec("reset")
+    with pytest.raises(aiohttp.ClientOSError, match="reset"):
+        await post(sim, spec, {"messages": HELLO, "stream": True})
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{sim.base_url}/_hits", params={"spec": spec}) as response,
+    ):
+        assert (await response.json())["count"] == 1
+
+
+async def test_no_headers_holds_the_request_until_the_client_leaves(sim: RunningSim) -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await post(sim, unique_spec("no_headers"), {"messages": HELLO, "stream": True})
+    assert time.monotonic() - started < 1.0
+
+
+async def test_down_for_fails_from_the_first_hit_then_heals(sim: RunningSim) -> None:
+    spec = unique_spec("down_for=3,scale=0.1")
+    first, _, _ = await post(sim, spec, {"messages": HELLO})
+    await asyncio.sleep(0.35)
+    second, _, _ = await post(sim, spec, {"messages": HELLO})
+    assert (first, second) == (503, 200)
+
+
+async def test_refusing_port_refuses() -> None:
+    with refusing_port() as port:
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(aiohttp.ClientConnectorError):
+                await session.get(f"http://127.0.0.1:{port}/v1/models")
+
+
+def test_every_scenario_has_valid_specs_at_any_scale() -> None:
+    for scenario in FAULTS:
+        specs = scenario.specs(0.1, "r1")
+        for spec in (specs.primary, specs.fallback):
+            if spec is not None:
+                behaviour = parse_spec(spec)
+                assert behaviour.id is not None and behaviour.id.startswith("r1-")
+    assert fault_scenario("connection_refused").specs().primary is None
+    assert parse_spec(fault_scenario("slow_first_token").specs(0.1).primary or "").ttfb == 2.0
+    with pytest.raises(KeyError):
+        fault_scenario("nope")
