@@ -247,6 +247,8 @@ def judge(
 
 def describe(answer: Answer) -> str:
     """How one call ended, in a few words: whose answer, complete or not, or the error."""
+    if answer.status == 0:
+        return f"no answer ({answer.error})"
     if answer.status != 200:
         return f"{answer.status} {answer.error or '(no code)'}"
     whose = "+".join(answer.models) or "nobody"
