@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 
 from laneway.sim import FAULTS, RunningSim, fault_scenario, parse_spec, refusing_port
-from laneway.sim._answers import answer_pieces, continuation, plan_completion
+from laneway.sim._answers import plan_completion
 from laneway.sim._stream import DONE_EVENT, stream_steps
 from tests.helpers import unique_spec
 
@@ -53,25 +52,6 @@ def test_end_without_done_ends_after_the_final_chunk() -> None:
     assert len(steps) == len(list(stream_steps(behaviour, completion, True)))
     assert DONE_EVENT not in steps
     assert b'"usage"' in steps[-1]
-
-
-def test_a_prefill_is_continued_from_where_it_stops() -> None:
-    pieces = answer_pieces(6)
-    assert continuation(pieces, "sim answer w2") == (" w3", " w4", " w5")
-    assert continuation(pieces, "sim answer w2 w3 w4 w5") == ()
-    assert continuation(pieces, "something else") == pieces
-    assert continuation(pieces, "sim ans") == pieces
-
-
-async def test_prefill_continue_answers_the_rest(sim: RunningSim) -> None:
-    messages = [*HELLO, {"role": "assistant", "content": "sim answer w2"}]
-    status, _, raw = await post(
-        sim, unique_spec("prefill_continue,chunks=5"), {"messages": messages}
-    )
-    answer = orjson.loads(raw)
-    assert status == 200
-    assert answer["choices"][0]["message"]["content"] == " w3 w4"
-    assert answer["usage"]["completion_tokens"] == 2
 
 
 async def test_reset_aborts_the_connection(sim: RunningSim) -> None:

@@ -55,7 +55,6 @@ class Behaviour:
     no_headers: bool = False
     reset: bool = False
     end_without_done: bool = False
-    prefill_continue: bool = False
     model: str | None = None
     id: str | None = None
     json_after: int | None = None
@@ -142,7 +141,6 @@ _FLAG_TOKENS = frozenset(
         "no_headers",
         "reset",
         "end_without_done",
-        "prefill_continue",
     }
 )
 

@@ -79,13 +79,11 @@ FAULTS: tuple[FaultScenario, ...] = (
         "cut_mid_answer",
         "stream cut after 40 words; fallback takes a prefill",
         "cut_after=40",
-        "prefill_continue",
     ),
     FaultScenario(
         "stall_mid_answer",
         "stream stalls after 40 words; fallback takes a prefill",
         "stall_after=40",
-        "prefill_continue",
     ),
     FaultScenario(
         "cut_prefill_refused",
