@@ -13,7 +13,7 @@ from typing import Any
 
 from laneway.chaos.asking import Answer
 from laneway.chaos.faults import EXPECTED, Check, Hits, describe
-from laneway.sim.scenarios import PRIMARY, FaultScenario
+from laneway.sim.scenarios import PRIMARY, FaultScenario, fault_scenario
 
 HEADER = ("fault on the primary", "caller got", "requests primary/fallback", "time", "verdict")
 
@@ -62,6 +62,13 @@ class RowResult:
         """The row under ``HEADER``."""
         s = self.scenario
         return [s.fault, self.outcome(), self.requests(), self.time(), self.verdict()]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RowResult:
+        """Read back a row ``as_json`` wrote (in another process)."""
+        answers = [Answer(**{**a, "models": tuple(a["models"])}) for a in data["answers"]]
+        checks = [Check(**c) for c in data["checks"]]
+        return cls(fault_scenario(data["scenario"]), answers, Hits(**data["hits"]), checks)
 
     def as_json(self) -> dict[str, Any]:
         """Everything measured (``bench/faults_litellm.py`` reads it back)."""
