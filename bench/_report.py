@@ -53,6 +53,15 @@ def write_section(name: str, markdown: str, path: str = DEFAULT_DOC) -> Path:
     return target
 
 
+def publish(name: str, markdown: str, scale: float) -> None:
+    """Print the section; write it to the benchmarks doc only from a run at full scale."""
+    if scale == 1.0:
+        print(f"wrote {write_section(name, markdown)}")
+    else:
+        print("(scale != 1: not written to docs/benchmarks.md)")
+    print(markdown)
+
+
 def percentile(values: Sequence[float], pct: float) -> float:
     """Linear-interpolated percentile (same as numpy's default) without needing numpy."""
     if not values:

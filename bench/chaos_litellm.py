@@ -30,7 +30,7 @@ import aiohttp
 import litellm_env
 from _chaos_report import render
 from _procs import LOOPBACK, free_port, spawn, wait_ready
-from _report import write_section
+from _report import publish
 from laneway.chaos import upstream
 from laneway.chaos.metrics import CallRecord
 from laneway.chaos.runner import DEFAULT_STATE_URL, Outcome, outcome
@@ -155,11 +155,7 @@ def main() -> int:
             )
     finally:
         sim.stop()
-    if args.scale == 1.0:
-        print(f"wrote {write_section('chaos', section)}")
-    else:
-        print("(scale != 1: not written to docs/benchmarks.md)")
-    print(section)
+    publish("chaos", section, args.scale)
     return 0
 
 

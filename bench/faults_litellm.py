@@ -33,7 +33,7 @@ import _gateway_setup as setup
 import litellm_env
 from _faults_report import render
 from _procs import LOOPBACK, free_port, spawn, wait_ready
-from _report import write_section
+from _report import publish
 from laneway.chaos.asking import Answer, ask
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.faults import POLICY, call_scenario, count_hits, judge
@@ -174,11 +174,7 @@ def main() -> int:
     finally:
         sim.stop()
     section = render(ours, theirs, args.scale, setup.litellm_version())
-    if args.scale == 1.0:
-        print(f"wrote {write_section('faults', section)}")
-    else:
-        print("(scale != 1: not written to docs/benchmarks.md)")
-    print(section)
+    publish("faults", section, args.scale)
     return 0
 
 

@@ -287,30 +287,14 @@ def _answered(expected: Expectation, answers: Sequence[Answer]) -> Check:
     return Check(expected.must_get, measured, bool(answers) and good == len(answers))
 
 
-def _within(bounds: tuple[int, int], count: int) -> bool:
-    return bounds[0] <= count <= bounds[1]
-
-
 def _hit_checks(expected: Expectation, hits: Hits) -> list[Check]:
-    checks = []
+    counted = [("fallback", expected.fallback_hits, hits.fallback)]
     if expected.primary_hits is not None and hits.primary is not None:
-        least, most = expected.primary_hits
-        checks.append(
-            Check(
-                f"primary requests {_bounds(least, most)}",
-                str(hits.primary),
-                _within(expected.primary_hits, hits.primary),
-            )
-        )
-    least, most = expected.fallback_hits
-    checks.append(
-        Check(
-            f"fallback requests {_bounds(least, most)}",
-            str(hits.fallback),
-            _within(expected.fallback_hits, hits.fallback),
-        )
-    )
-    return checks
+        counted.insert(0, ("primary", expected.primary_hits, hits.primary))
+    return [
+        Check(f"{name} requests {_bounds(*bounds)}", str(count), bounds[0] <= count <= bounds[1])
+        for name, bounds, count in counted
+    ]
 
 
 def _bounds(least: int, most: int) -> str:
