@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from laneway import Laneway
-from laneway.errors import RequestInvalid
+from laneway.errors import RequestInvalid, UpstreamRejected
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.providers.support import ANTHROPIC, GEMINI, WIRES, Wire, config, hits
@@ -202,3 +202,27 @@ async def test_provider_namespace_reaches_its_own_provider_only(sim, wire) -> No
             "lane", HI, anthropic={"top_k": 5}, gemini={"generationConfig": {"topK": 5}}
         )
     assert answer.content == "sim answer w2 w3 w4"
+
+
+async def test_anthropic_thinking_with_tools_round_trips_its_thinking_blocks(sim) -> None:
+    asks: dict[str, Any] = {"tools": [WEATHER], "reasoning_effort": "low", "max_tokens": 2000}
+    async with lane(sim, ANTHROPIC) as lw:
+        first = await lw.chat("lane", HI, **asks)
+        message = first.raw["choices"][0]["message"]
+        (block,) = message["thinking_blocks"]
+        assert block["type"] == "thinking" and block["signature"]
+        result = {"role": "tool", "tool_call_id": first.tool_calls[0]["id"], "content": "21C"}
+        answer = await lw.chat("lane", [*HI, message, result], **asks)
+        assert answer.content == "sim answer w2 w3 w4"
+        bare = {k: v for k, v in message.items() if k != "thinking_blocks"}
+        with pytest.raises(UpstreamRejected, match="must start with a thinking block"):
+            await lw.chat("lane", [*HI, bare, result], **asks)
+        chat = lw.chat_stream("lane", HI, **asks)
+        chunks = [chunk async for chunk in chat]
+    streamed = [
+        b
+        for c in chunks
+        for choice in (c.raw or {}).get("choices") or []
+        for b in (choice.get("delta") or {}).get("thinking_blocks") or []
+    ]
+    assert streamed == [block]

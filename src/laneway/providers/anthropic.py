@@ -8,7 +8,9 @@ Anthropic counts cache reads and writes apart from ``input_tokens``;
 laneway's prompt tokens are their sum, with the reads as ``cached_tokens`` and
 the writes as ``cache_write_tokens``, each priced at its own rate. Thinking is
 billed inside ``output_tokens`` and never reported apart: ``reasoning_tokens``
-stays unknown.
+stays unknown. Thinking blocks, with their signatures, also come back whole as
+the message's ``thinking_blocks`` (LiteLLM's name), which a caller hands back
+in the history: Anthropic wants them before the tool calls of a thinking turn.
 
 Streams are ``event:``/``data:`` pairs whose payload names its own ``type``,
 so only the ``data:`` lines are read. A parser per stream numbers the tool
@@ -98,7 +100,7 @@ class AnthropicProvider:
             raise AttemptFailure("malformed", "chat answer has no content list")
         kinds = [b for b in blocks if isinstance(b, dict)]
         thinking = "".join(str(b.get("thinking", "")) for b in kinds if b.get("type") == "thinking")
-        thought = any(b.get("type") in ("thinking", "redacted_thinking") for b in kinds)
+        thoughts = [b for b in kinds if b.get("type") in ("thinking", "redacted_thinking")]
         texts = [str(b.get("text", "")) for b in kinds if b.get("type") == "text"]
         uses = [b for b in kinds if b.get("type") == "tool_use"]
         answers = [_json_text(b.get("input")) for b in uses if b.get("name") == JSON_TOOL]
@@ -110,10 +112,12 @@ class AnthropicProvider:
             model=str(data.get("model") or self.model),
             finish_reason="stop" if answers and finish == "tool_calls" else finish,
             reasoning_content=thinking or None,
-            reasoning=Reasoning.PRESENT if thought else Reasoning.ABSENT,
+            reasoning=Reasoning.PRESENT if thoughts else Reasoning.ABSENT,
             tool_calls=calls,
         )
         result.raw = openai_completion(result, data.get("id"), wall_now)
+        if thoughts:
+            result.raw["choices"][0]["message"]["thinking_blocks"] = thoughts
         return result
 
     def stream_parser(self) -> AnthropicEvents:
@@ -145,6 +149,8 @@ class AnthropicEvents:
         self.blocks: dict[int, int | None] = {}
         """Content block index -> tool call index (``None``: the ``json_answer`` block)."""
         self.json_answer = False
+        self.thinking: list[str] = []
+        """The open thinking block's text, sent whole with its signature when it closes."""
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one event payload; ``message_stop`` ends the stream."""
@@ -208,12 +214,25 @@ class AnthropicEvents:
         return self._chunk(tool_call_delta(number, fragment))
 
     def _text(self, block: dict[str, Any]) -> ChatChunk:
-        """A text or thinking block's start, or a delta of one; other kinds carry nothing."""
+        """A text or thinking block's start, or a delta of one; other kinds carry nothing.
+
+        A thinking block's signature (its last delta) sends the whole block as
+        ``thinking_blocks``, which a caller hands back for Anthropic's next turn.
+        """
         kind = block.get("type")
         if kind in ("text", "text_delta") and block.get("text"):
             return self._chunk({"content": str(block["text"])})
         if kind in ("thinking", "thinking_delta") and block.get("thinking"):
+            self.thinking.append(str(block["thinking"]))
             return self._chunk({"reasoning_content": str(block["thinking"])})
+        if kind == "signature_delta":
+            signed = {"type": "thinking", "thinking": "".join(self.thinking)}
+            self.thinking = []
+            return self._chunk(
+                {"thinking_blocks": [{**signed, "signature": block.get("signature")}]}
+            )
+        if kind == "redacted_thinking":
+            return self._chunk({"thinking_blocks": [block]})
         return _NOTHING
 
     def _finished(self, event: dict[str, Any]) -> ChatChunk:

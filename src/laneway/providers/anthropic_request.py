@@ -8,7 +8,9 @@ merged, as Anthropic wants all results of one tool turn in the next user turn.
 is the JSON answer (the adapter turns it back into content); it cannot be
 combined with the caller's own tools, nor with thinking. ``reasoning_effort``
 becomes a thinking budget inside ``max_tokens`` (which, as OpenAI's
-``max_completion_tokens``, bounds thinking and answer together).
+``max_completion_tokens``, bounds thinking and answer together); an
+assistant's ``thinking_blocks`` (from an earlier Anthropic answer) go back
+before its text and tool calls, as Anthropic wants on a thinking turn.
 """
 
 from __future__ import annotations
@@ -187,12 +189,13 @@ def _turn_blocks(role: object, message: Mapping[str, Any], where: str) -> list[d
     if role == "user":
         return [_block(part) for part in content_parts(message.get("content"), where)]
     if role == "assistant":
+        thoughts = _thinking_blocks(message.get("thinking_blocks"), where)
         parts = content_parts(message.get("content"), where)
         calls = tool_calls_of(message, where)
         uses = [
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in calls
         ]
-        return [*(_block(part) for part in parts), *uses]
+        return [*thoughts, *(_block(part) for part in parts), *uses]
     if role == "tool":
         text = text_only(content_parts(message.get("content"), where), where)
         result: dict[str, Any] = {
@@ -205,6 +208,22 @@ def _turn_blocks(role: object, message: Mapping[str, Any], where: str) -> list[d
     if role == "function":
         raise Inexpressible(f"{where}.role", "the deprecated function role has no equivalent")
     raise RequestInvalid(f"{where}.role", f"role {role!r} is not a chat role")
+
+
+def _thinking_blocks(value: object, where: str) -> list[dict[str, Any]]:
+    """An assistant's ``thinking_blocks`` (as Anthropic answers gave them), checked."""
+    if value is None:
+        return []
+    blocks = value if isinstance(value, list) else [None]
+    for index, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        signed = kind == "thinking" and isinstance(block.get("signature"), str)
+        if not (signed or (kind == "redacted_thinking" and isinstance(block.get("data"), str))):
+            raise RequestInvalid(
+                f"{where}.thinking_blocks[{index}]",
+                "must be a signed thinking block or a redacted_thinking block",
+            )
+    return list(blocks)
 
 
 def _block(part: Part) -> dict[str, Any]:

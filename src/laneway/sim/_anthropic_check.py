@@ -69,6 +69,8 @@ def _check(body: dict[str, Any]) -> None:
     _tool_choice(body.get("tool_choice"), names)
     _thinking(body)
     _messages(body.get("messages"))
+    if (body.get("thinking") or {}).get("type") == "enabled":
+        _thinking_turn(body["messages"])
 
 
 def _system(system: object) -> None:
@@ -150,6 +152,23 @@ def _thinking(body: dict[str, Any]) -> None:
     )
 
 
+def _thinking_turn(messages: list[dict[str, Any]]) -> None:
+    """While thinking, the last assistant turn that used tools must open with its thinking."""
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index]["content"]
+        if messages[index]["role"] != "assistant" or not isinstance(content, list):
+            continue
+        if any(block["type"] == "tool_use" for block in content):
+            first = content[0]["type"]
+            _need(
+                first in ("thinking", "redacted_thinking"),
+                f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{first}`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block.",
+            )
+            return
+
+
 def _messages(messages: object) -> None:
     _need(
         isinstance(messages, list) and bool(messages), "messages: at least one message is required"
@@ -197,6 +216,9 @@ def _block(block: dict[str, Any], where: str) -> None:
     elif kind in ("image", "document"):
         _source(block.get("source"), where, kind)
         _cache_control(block, where)
+    elif kind == "thinking":
+        ok = isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
+        _need(ok, f"{where}: thinking blocks need thinking and signature")
     elif kind == "tool_use":
         ok = isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
         _need(
