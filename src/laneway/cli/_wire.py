@@ -83,13 +83,14 @@ def describe_usage(usage: Usage) -> str:
     """One line: each figure, ``-`` where unknown, and where the figures came from."""
     if not usage.known:
         return "unknown (none reported, none estimated)"
-    names = ("prompt", "completion", "total", "reasoning", "cached")
+    names = ("prompt", "completion", "total", "reasoning", "cached", "cache writes")
     values = (
         usage.prompt_tokens,
         usage.completion_tokens,
         usage.total_tokens,
         usage.reasoning_tokens,
         usage.cached_tokens,
+        usage.cache_write_tokens,
     )
     figures = ", ".join(
         f"{n} {'-' if v is None else v}" for n, v in zip(names, values, strict=True)

@@ -52,7 +52,7 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
         (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0),
     ),
 }
-TOKEN_KINDS = ("prompt", "completion", "reasoning", "cached")
+TOKEN_KINDS = ("prompt", "completion", "reasoning", "cached", "cache_write")
 
 
 class QueueReport(Protocol):
@@ -126,6 +126,7 @@ class Metrics:
             usage.completion_tokens,
             usage.reasoning_tokens,
             usage.cached_tokens,
+            usage.cache_write_tokens,
         )
         for kind, count in zip(TOKEN_KINDS, figures, strict=True):
             if count is not None:

@@ -57,4 +57,5 @@ def to_row(record: CallRecord, cost_usd: float | None, cost_status: str) -> Row:
         None if caller is None else caller_hash(caller),
         record.stream,
         record.malformed_events,
+        usage.cache_write_tokens,
     )

@@ -82,6 +82,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("caller", "text"),
         ("stream", "bool"),
         ("malformed_events", "int"),
+        ("cache_write_tokens", "int"),
     )
 )
 COLUMN_NAMES = tuple(c.name for c in COLUMNS)
