@@ -14,6 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from laneway import Laneway
+from laneway.accounting import cost_of
+from laneway.accounting.rates import override_rate
 from laneway.errors import RequestInvalid, UpstreamRejected
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
@@ -226,3 +228,33 @@ async def test_anthropic_thinking_with_tools_round_trips_its_thinking_blocks(sim
         for b in (choice.get("delta") or {}).get("thinking_blocks") or []
     ]
     assert streamed == [block]
+
+
+LONG = "All work and no play makes a dull sim. " * 120
+
+
+async def test_prompt_cache_reads_and_writes_are_reported_and_priced(sim, wire) -> None:
+    system: dict[str, Any] = {"type": "text", "text": LONG}
+    if wire is ANTHROPIC:
+        system["cache_control"] = {"type": "ephemeral"}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": [system]},
+        {"role": "user", "content": "hi"},
+    ]
+    async with lane(sim, wire) as lw:
+        first = await lw.chat("lane", messages)
+        second = await lw.chat("lane", messages)
+    marked = tokens = 1 + len(LONG) // 4
+    assert second.usage.cached_tokens == marked
+    if wire is ANTHROPIC:
+        assert (first.usage.cached_tokens, first.usage.cache_write_tokens) == (0, marked)
+        assert second.usage.cache_write_tokens == 0
+    else:
+        assert first.usage.cached_tokens in (None, 0) and first.usage.cache_write_tokens is None
+    rate = override_rate(2.0, 8.0, cached_input=0.2, cache_write_input=2.5)
+    fresh = (first.usage.prompt_tokens or 0) - tokens
+    write_price = 2.5 if wire is ANTHROPIC else 2.0
+    expected = (fresh * 2.0 + tokens * write_price + (first.usage.completion_tokens or 0) * 8) / 1e6
+    assert cost_of(first.usage, rate, "chat").usd == pytest.approx(expected)
+    details = second.raw["usage"]["prompt_tokens_details"]
+    assert details["cached_tokens"] == marked

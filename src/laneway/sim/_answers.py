@@ -93,6 +93,10 @@ class Completion:
     tool_calls: tuple[ToolCall, ...] = ()
     stopped: bool = False
     """Whether a stop sequence cut the answer short."""
+    cached_tokens: int = 0
+    """Prompt tokens read from the prompt cache (see `_cache`)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the prompt cache (Anthropic's marked prefixes only)."""
 
     @property
     def finish_reason(self) -> str:
@@ -116,6 +120,8 @@ class Completion:
         }
         if self.reasoning_pieces:
             usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        if self.cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         return usage
 
 

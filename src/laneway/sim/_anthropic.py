@@ -19,7 +19,9 @@ import orjson
 
 from laneway.sim._answers import Reply, json_reply
 from laneway.sim._anthropic_check import problem
+from laneway.sim._cache import Prefix
 from laneway.sim._native import Call, sse
+from laneway.sim._request import tokens_for_chars
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,10 +59,11 @@ def _stop_reason(completion: Completion) -> str:
 
 def _usage(completion: Completion) -> dict[str, int]:
     output = completion.answer_tokens + len(completion.reasoning_pieces)
+    read, written = completion.cached_tokens, completion.cache_write_tokens
     return {
-        "input_tokens": completion.prompt_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "input_tokens": completion.prompt_tokens - read - written,
+        "cache_creation_input_tokens": written,
+        "cache_read_input_tokens": read,
         "output_tokens": output,
     }
 
@@ -187,6 +190,30 @@ def _turn(role: str, content: object) -> list[dict[str, Any]]:
     return [*results, message] if parts or calls else results
 
 
+def _marked_prefix(body: Request) -> Prefix | None:
+    """The prompt up to its last `cache_control` block (tools, system, messages, in order)."""
+    pieces: list[tuple[str, int]] = []
+    marked = 0
+    for tool in body.get("tools") or []:
+        pieces.append((orjson.dumps(tool).decode(), 0))
+        marked = len(pieces) if "cache_control" in tool else marked
+    system = body.get("system")
+    turns = [{"content": system}] if system is not None else []
+    for message in [*turns, *body["messages"]]:
+        content = message["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for block in blocks:
+            text = block.get("text")
+            text = text if isinstance(text, str) else ""
+            pieces.append((text or orjson.dumps(block).decode(), len(text)))
+            marked = len(pieces) if "cache_control" in block else marked
+    if not marked:
+        return None
+    kept = pieces[:marked]
+    chars = sum(count for _, count in kept)
+    return Prefix("\x1e".join(text for text, _ in kept), tokens_for_chars(chars), explicit=True)
+
+
 def _tool_choice(choice: dict[str, Any]) -> object:
     kind = choice["type"]
     if kind == "tool":
@@ -231,7 +258,9 @@ class AnthropicDialect:
         refused = problem(body)
         if refused is not None:
             return self.error(400, refused, None, [])
-        return Call("chat", _openai_request(body), stream=body.get("stream") is True)
+        streamed = body.get("stream") is True
+        prefix = _marked_prefix(body)
+        return Call("chat", _openai_request(body), streamed, prefix, implicit_cache=False)
 
     def chat(self, completion: Completion) -> Reply:
         """A `message`: a thinking block first when reasoning, then text, then tool uses."""

@@ -13,6 +13,7 @@ so the sim's own server puts the transport in the scope (`TRANSPORT`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import socket
 import struct
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from laneway.sim._answers import (
+    Completion,
     Reply,
     chat_reply,
     embeddings_reply,
@@ -35,10 +37,11 @@ from laneway.sim._answers import (
 )
 from laneway.sim._anthropic import ANTHROPIC
 from laneway.sim._azure import AzureRoute, azure_answer, azure_gate, azure_request, azure_route
+from laneway.sim._cache import Prefix, PromptCache
 from laneway.sim._faults import Refusal, choose_refusal
 from laneway.sim._gemini import GEMINI
 from laneway.sim._native import Call, Dialect, native_refusal, native_steps
-from laneway.sim._request import Request, wants_stream, wants_stream_usage
+from laneway.sim._request import Request, implicit_prefix, wants_stream, wants_stream_usage
 from laneway.sim._spec import Behaviour, SpecError, parse_spec
 from laneway.sim._state import SimState
 from laneway.sim._stream import HANG_SECONDS, Cut, Pause, Step, stream_steps
@@ -165,6 +168,17 @@ class SimApp:
         self._state = SimState(started_at=time.monotonic())
         self._behaviours: dict[str, Behaviour] = {}
         self._completion_numbers = itertools.count(1)
+        self._prompt_cache = PromptCache()
+
+    def _cached(self, behaviour: Behaviour, completion: Completion, call: Call) -> Completion:
+        """`completion` with what its prompt read from (or wrote to) the prompt cache."""
+        prefix = call.cache_prefix
+        if prefix is None and call.implicit_cache:
+            prefix = Prefix(*implicit_prefix(call.request), explicit=False)
+        read, written = self._prompt_cache.use(id(behaviour), prefix)
+        if not read and not written:
+            return completion
+        return dataclasses.replace(completion, cached_tokens=read, cache_write_tokens=written)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one HTTP request; other ASGI scopes are ignored."""
@@ -230,6 +244,7 @@ class SimApp:
             return models_reply(behaviour)
         number = next(self._completion_numbers)
         completion = plan_completion(behaviour, request, number, int(time.time()))
+        completion = self._cached(behaviour, completion, Call("chat", request))
         if wants_stream(request):
             return stream_steps(behaviour, completion, wants_stream_usage(request))
         return chat_reply(completion)
@@ -339,6 +354,7 @@ class SimApp:
             return dialect.embed(behaviour, call.request)
         number = next(self._completion_numbers)
         completion = plan_completion(behaviour, call.request, number, int(time.time()))
+        completion = self._cached(behaviour, completion, call)
         if call.stream:
             return native_steps(behaviour, completion, dialect.writer(completion))
         return dialect.chat(completion)

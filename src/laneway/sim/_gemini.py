@@ -144,6 +144,7 @@ def _usage(completion: Completion, final: bool) -> dict[str, int]:
     answer, thoughts = completion.answer_tokens, len(completion.reasoning_pieces)
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": answer}
     usage.update(totalTokenCount=prompt + answer + thoughts, thoughtsTokenCount=thoughts)
+    usage["cachedContentTokenCount"] = completion.cached_tokens
     return {key: value for key, value in usage.items() if value}
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from laneway.sim._answers import Completion, Headers
+    from laneway.sim._cache import Prefix
     from laneway.sim._faults import Refusal
     from laneway.sim._request import Request
     from laneway.sim._spec import Behaviour
@@ -35,6 +36,10 @@ class Call:
     """`chat` or `embed`."""
     request: Request
     stream: bool = False
+    cache_prefix: Prefix | None = None
+    """The prefix the request marks for caching (Anthropic's `cache_control`)."""
+    implicit_cache: bool = True
+    """Whether a repeated prefix is read from the cache unmarked (not on Anthropic)."""
 
 
 class StreamWriter(Protocol):

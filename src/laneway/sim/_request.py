@@ -98,3 +98,11 @@ def requested_dimensions(request: Request) -> int | None:
 def tokens_for_chars(chars: int) -> int:
     """Estimate tokens the way the sim reports them: a token per four characters, plus one."""
     return chars // 4 + 1
+
+
+def implicit_prefix(request: Request) -> tuple[str, int]:
+    """The messages before the last, as cache-key text, and their prompt tokens."""
+    earlier = _messages(request)[:-1]
+    chars = sum(_content_chars(message.get("content")) for message in earlier)
+    text = "\x1e".join(str(message.get("content")) for message in earlier)
+    return text, tokens_for_chars(chars)
