@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -76,7 +77,7 @@ def call(url: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, 
 
 
 def test_demo_answers_and_stops_on_sigterm(tmp_path, capsys) -> None:
-    """The demo serves every lane kind, keeps its data in a temp folder, flushes it on exit."""
+    """The demo serves every lane kind, keeps its data in a temp folder, removes it on exit."""
     with laneway_serve("--demo", env={"TMPDIR": str(tmp_path)}) as (proc, url, banner):
         status, answer = call(
             url, "/v1/chat/completions", {"model": "demo-chat", "messages": HELLO}
@@ -87,21 +88,33 @@ def test_demo_answers_and_stops_on_sigterm(tmp_path, capsys) -> None:
         document = {"type": "image_url", "image_url": f"data:image/png;base64,{PNG_1X1}"}
         status, answer = call(url, "/v1/ocr", {"model": "demo-ocr", "document": document})
         assert status == 200 and answer["pages"][0]["markdown"].startswith("sim")
+        (folder,) = tmp_path.glob("laneway-demo-*")
+        lanes = recorded_lanes(folder / "laneway.sqlite3", 3)
+        assert spend.main(["--config", str(folder / "laneway.yaml")]) == 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == -signal.SIGTERM
     for lane in ("demo-chat", "demo-slow", "demo-flaky", "demo-embed", "demo-ocr"):
         assert lane in banner
     assert "curl -s" in banner
-    (folder,) = tmp_path.glob("laneway-demo-*")
     assert f"laneway spend --config {folder / 'laneway.yaml'}" in banner
-    with sqlite3.connect(folder / "laneway.sqlite3") as conn:
-        lanes = sorted(lane for (lane,) in conn.execute("SELECT lane FROM calls"))
-    conn.close()
     assert lanes == ["demo-chat", "demo-embed", "demo-ocr"]
-    assert spend.main(["--config", str(folder / "laneway.yaml")]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     costs = [(row[0], row[6][:2]) for row in rows]  # every call priced (demo prices)
     assert [lane for lane, cost in costs if cost in ("$0", "<$")] == lanes
+    assert not folder.exists(), "the demo removes its folder when it stops"
+
+
+def recorded_lanes(path: Path, count: int, timeout: float = 10.0) -> list[str]:
+    """The lanes of the telemetry rows at ``path`` once ``count`` are written (flushed each 1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lanes: list[str] = []
+        with contextlib.suppress(sqlite3.OperationalError), sqlite3.connect(path) as conn:
+            lanes = sorted(lane for (lane,) in conn.execute("SELECT lane FROM calls"))
+        conn.close()
+        if len(lanes) >= count or time.monotonic() > deadline:
+            return lanes
+        time.sleep(0.05)
 
 
 def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:

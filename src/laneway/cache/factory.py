@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from laneway.cache.port import CacheStore
 from laneway.cache.sqlite import MEMORY, SqliteCacheStore
+from laneway.core.extras import require
 
 DEFAULT_FILE = "laneway-cache.sqlite3"
 REDIS_SCHEMES = frozenset({"redis", "rediss", "unix"})
@@ -26,6 +27,7 @@ def open_cache(url: str | None, base_dir: Path | None) -> CacheStore:
         return SqliteCacheStore(MEMORY if base_dir is None else base_dir / DEFAULT_FILE)
     scheme = urlsplit(url).scheme
     if scheme in REDIS_SCHEMES:
+        require("redis", "cache.url (Redis)")
         from laneway.cache.redis_cache import RedisCacheStore
 
         return RedisCacheStore.from_url(url)

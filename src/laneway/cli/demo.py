@@ -8,24 +8,25 @@ The config is written, with the simulator's URL filled in, to a new private
 folder under the system's temporary directory, and served from there like
 any config file. Everything the demo keeps lands in that folder, never in
 the working directory: telemetry (``laneway.sqlite3``) and the response
-cache (``laneway-cache.sqlite3``). The folder stays after the demo stops, so
-``laneway spend --config <folder>/laneway.yaml`` works during and after it.
+cache (``laneway-cache.sqlite3``). ``laneway spend --config
+<folder>/laneway.yaml`` reads it while the demo runs; the folder is removed
+when the demo stops, so a demo leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import tempfile
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from laneway.engine.ocr import SAMPLE_PNG
+
 DEMO_FILE = files("laneway.cli") / "demo.yaml"
 CONFIG_NAME = "laneway.yaml"
-PNG_1X1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
-    "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
+PNG_1X1 = base64.b64encode(SAMPLE_PNG).decode()
 """A one-pixel PNG: the simulator reads any image, so the OCR example stays short."""
 
 
@@ -65,6 +66,7 @@ def demo_examples(url: str, config: Path) -> str:
             _curl(url, "/v1/ocr", {"model": "demo-ocr", "document": document}),
             f"  curl -s {url}/readyz",
             f"  curl -s {url}/metrics | grep laneway_requests",
+            "  # with the OpenAI SDK (pip install openai):",
             f"  python -c 'from openai import OpenAI; {sdk}'",
             f"  laneway spend --config {config}   # telemetry is flushed every second",
         ]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from laneway.cli.check import price_report, render
 from laneway.config.load import load_config
 from laneway.core.errors import ConfigError
+from laneway.core.extras import require
 
 DEFAULT_CONFIG = "laneway.yaml"
 PURE_FROZENLIST = "FROZENLIST_NO_EXTENSIONS"
@@ -44,13 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return size_main(args[1:])
     if args[:1] == ["simulate"]:
+        try:
+            require("redis", "laneway simulate (its two-replica scenario shares state in Redis)")
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         from laneway.cli.simulate import main as simulate_main
 
         return simulate_main(args[1:])
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "check":
-        return check(ns.config, strict=ns.strict)
+        return check(ns.config or ns.path or DEFAULT_CONFIG, strict=ns.strict)
     parser.print_help()
     return 2
 
@@ -61,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     check_cmd = sub.add_parser("check", help="validate a config and show each lane's policy")
-    check_cmd.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
+    check_cmd.add_argument("path", nargs="?", help=f"the config (default: {DEFAULT_CONFIG})")
+    check_cmd.add_argument("--config", help="the config (the same as the positional path)")
     check_cmd.add_argument("--strict", action="store_true", help="treat warnings as errors")
     sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")

@@ -43,6 +43,7 @@ from laneway.core.transport import HttpResponse, Transport
 from laneway.core.types import ChatRequest, EmbedRequest, Usage
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import Lane, Source
+from laneway.engine.ocr import SAMPLE_PNG
 from laneway.http.aiohttp import AiohttpTransport
 
 PROBE_TEXT = "laneway probe: fixed non-sensitive string"
@@ -95,6 +96,9 @@ async def _call(engine: Engine, lane: Lane) -> Outcome:
         if lane.kind == "embed":
             answer = await engine.embed(lane.name, EmbedRequest([PROBE_TEXT]))
             return Outcome(lengths=[len(vector) for vector in answer.vectors])
+        if lane.kind == "ocr":
+            await engine.ocr(lane.name, SAMPLE_PNG, mime_type="image/png")
+            return Outcome()
         await engine.chat(lane.name, ChatRequest([{"role": "user", "content": PROBE_TEXT}]))
     except LanewayError as exc:
         return Outcome(error=str(exc))

@@ -13,12 +13,16 @@ telemetry writers cannot cross processes. The simulator is imported for
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
+import shutil
+import signal
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
@@ -41,6 +45,10 @@ DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
 """The config file's absolute path, for workers (set by ``laneway serve --workers``)."""
 WORKER_FACTORY = "laneway.cli.serve:worker_app"
+GET_A_CONFIG = """To get one:
+  laneway serve --demo                  demo lanes on a built-in simulator, no keys needed
+  laneway serve --config PATH           a config elsewhere
+  examples/laneway.yaml                 an annotated example to copy (in the repository)"""
 
 
 def main(argv: Sequence[str]) -> int:
@@ -55,10 +63,32 @@ def main(argv: Sequence[str]) -> int:
     from laneway.sim import start_in_thread
 
     sim = start_in_thread(port=0)
-    try:
-        return serve(args, write_demo_config(sim.base_url), demo=True)
-    finally:
+    path = write_demo_config(sim.base_url)
+
+    def clean_up() -> None:
         sim.stop()
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+    _clean_up_on_sigterm(clean_up)
+    try:
+        return serve(args, path, demo=True)
+    finally:
+        clean_up()
+
+
+def _clean_up_on_sigterm(clean_up: Callable[[], None]) -> None:
+    """Run ``clean_up`` when SIGTERM ends the process, then die of SIGTERM as before.
+
+    uvicorn handles SIGTERM itself (drain, flush) and then re-raises it under the
+    handler it found, which would end the process before any ``finally`` runs.
+    """
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        clean_up()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
 
 def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     """Load the config at ``path``, check the bind, print what will run, serve until stopped."""
+    if args.config is None and not demo and not path.exists():
+        print(f"error: no {DEFAULT_CONFIG} in this folder.\n{GET_A_CONFIG}", file=sys.stderr)
+        return 1
     try:
         config, environ = load_config(path)
     except ConfigError as exc:
@@ -88,7 +121,7 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         return 1
     host = args.host or config.server.host
     port = config.server.port if args.port is None else args.port
-    refusal = _refusal(args, host, config)
+    refusal = _refusal(args, host, config) or bind_problem(host, port)
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
@@ -114,6 +147,29 @@ def _refusal(args: argparse.Namespace, host: str, config: LanewayConfig) -> str 
     if args.workers < 1:
         return "--workers must be at least 1"
     return bind_refusal(host, keyed=bool(config.server.keys), insecure=args.insecure)
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (a port in use, a foreign address), or ``None``.
+
+    Checked before anything starts, so the answer names the port and the flag
+    instead of uvicorn's bare ``[Errno 98]``.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is in use: choose another with --port (or server.port)"
+                )
+            return (
+                f"cannot listen on {host}:{port}: {exc.strerror}: "
+                "choose another with --host/--port (or server.host/server.port)"
+            )
+    return None
 
 
 def _run(settings: uvicorn.Config, sock: socket.socket) -> None:

@@ -44,7 +44,7 @@ def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{origin}: not valid YAML: {exc}") from exc
+        raise ConfigError(_yaml_error(exc, origin)) from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: the top level must be a mapping with a 'lanes' key")
     try:
@@ -52,6 +52,16 @@ def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
     except ValidationError as exc:
         lines = [_describe(err, node, origin) for err in exc.errors()]
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
+
+
+def _yaml_error(exc: yaml.YAMLError, origin: str) -> str:
+    """``file:line: not valid YAML: what`` (the line where the parser gave up)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return f"{origin}: not valid YAML: {exc}"
+    where = f"{origin}:{exc.problem_mark.line + 1}: not valid YAML: {exc.problem}"
+    if exc.context is None or exc.context_mark is None:
+        return where
+    return f"{where} ({exc.context} that began on line {exc.context_mark.line + 1})"
 
 
 def _describe(err: Mapping[str, Any], node: yaml.Node | None, origin: str) -> str:

@@ -24,6 +24,11 @@ DEFAULT_PROMPT = (
     "Transcribe all text in this document as Markdown, in reading order. "
     "Keep tables as Markdown tables. Output only the transcription."
 )
+SAMPLE_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+"""A valid one-pixel PNG: what a probe or a measurement sends to an OCR lane."""
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 PDF = "application/pdf"
 _MAGIC = (

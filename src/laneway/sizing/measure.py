@@ -22,14 +22,10 @@ from laneway.core.errors import CallFailed
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transport
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import Engine
+from laneway.engine.ocr import SAMPLE_PNG
 from laneway.sizing.candidates import Settings
 
 MEASURE_TEXT = "laneway size: measuring the lane's worst wall"
-ONE_PIXEL_PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
-)
-"""A valid 1x1 PNG: what an OCR lane reads when measured."""
 
 
 @dataclass(slots=True)
@@ -159,7 +155,7 @@ async def _run(engine: Engine, name: str, lane: LaneConfig) -> tuple[float, str]
             texts = [MEASURE_TEXT] * lane.max_batch_items
             await engine.embed(name, EmbedRequest(texts, None, {}))
         elif lane.kind == "ocr":
-            await engine.ocr(name, ONE_PIXEL_PNG, mime_type="image/png")
+            await engine.ocr(name, SAMPLE_PNG, mime_type="image/png")
         else:
             messages = [{"role": "user", "content": MEASURE_TEXT}]
             await engine.chat(name, ChatRequest(messages, {}))

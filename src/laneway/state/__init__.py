@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from laneway.core.clock import Clock
+from laneway.core.extras import require
 from laneway.core.lazy import lazy_attributes
 from laneway.state.base import (
     Admission,
@@ -53,6 +54,7 @@ def open_store(url: str | None, clock: Clock) -> SourceStore:
     """The store for ``state.url``: in-process without one, Redis (with fallback) with one."""
     if url is None:
         return MemoryStore(clock)
+    require("redis", "state.url (Redis)")
     from laneway.state.fallback import FallbackStore
     from laneway.state.redis_store import RedisStore
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from laneway.core.extras import require
 from laneway.telemetry.port import TelemetryStore
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter
@@ -57,6 +58,7 @@ def store_for_url(url: str, base_dir: Path) -> TelemetryStore | None:
     scheme = urlsplit(url).scheme
     if scheme in ("postgresql", "postgres"):
         dsn, schema = split_schema(url)
+        require("asyncpg", "telemetry.url (PostgreSQL)")
         from laneway.telemetry.postgres import PostgresTelemetryStore
 
         return PostgresTelemetryStore(dsn, schema)
