@@ -10,7 +10,6 @@ on ``PATH`` (the SDK line after ``pip install openai``, as the demo says).
 from __future__ import annotations
 
 import os
-import selectors
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.server.test_serve_cli import read_banner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,27 +63,13 @@ def demo(
         cwd=tmp_path,
     )
     try:
-        yield proc, banner(proc), env
+        yield proc, read_banner(proc), env
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
-
-
-def banner(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
-    assert proc.stdout is not None
-    output = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        while b"\nready;" not in output:
-            assert selector.select(deadline - time.monotonic()), f"no banner: {output!r}"
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            assert chunk, f"laneway serve exited: {output!r}"
-            output += chunk
-    return output.decode()
 
 
 def printed_commands(text: str) -> list[str]:
