@@ -17,6 +17,7 @@ from laneway.core.errors import (
     UnknownLane,
     UpstreamFailed,
     UpstreamRejected,
+    UpstreamTimeout,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "UnknownLane",
     "UpstreamFailed",
     "UpstreamRejected",
+    "UpstreamTimeout",
 ]

@@ -123,19 +123,25 @@ async def test_over_the_concurrency_limit_calls_queue_without_spending_attempts(
     assert counts["wait:concurrency"] >= 2
 
 
-async def test_pushback_marks_one_source_and_the_call_moves_on(sim) -> None:
+@pytest.mark.parametrize(
+    "policy",
+    [{"max_pushbacks": 1}, {"retries": 1, "retry_on": [429]}],
+    ids=["pushback", "declared-retry"],
+)
+async def test_pushback_marks_one_source_and_the_call_moves_on(sim, policy) -> None:
     """The sim's shared rpm bucket answers 429 with Retry-After ~60 s: longer than the
     lane would wait, yet the call moves to the other source instead of failing."""
-    limited = unique_spec(f"rpm=1,bucket={unique_spec('b')}")
+    limited = unique_spec(f"rpm=1,bucket=b{time.monotonic_ns()}")
     spare = unique_spec("ok")
     sources = (source(sim, limited, "limited"), source(sim, spare, "spare", priority=1))
-    async with laneway(*sources, deadline="5s") as lw:
+    async with laneway(*sources, deadline="5s", **policy) as lw:
         began = time.monotonic()
         answers = [await lw.chat("lane", MESSAGES) for _ in range(3)]
         elapsed = time.monotonic() - began
     assert [a.source for a in answers] == ["limited", "spare", "spare"]
     assert [a.outcome for a in answers[1].attempts] == ["429", "ok"]
-    assert answers[1].attempts[0].pushback and answers[1].attempts[0].waited == 0.0
+    assert answers[1].attempts[0].pushback == ("max_pushbacks" in policy)
+    assert answers[1].attempts[0].waited < SLACK
     assert len(await hit_times(sim, limited)) == 2, "marked: not picked again while pushed back"
     assert elapsed < 1.0
 

@@ -7,13 +7,20 @@ deadline + 50 ms and not before the deadline.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import aiohttp
 import pytest
 
 from laneway import Laneway
-from laneway.errors import DeadlineExceeded, PushbackRefused, UpstreamFailed
+from laneway.errors import (
+    CallFailed,
+    DeadlineExceeded,
+    PushbackRefused,
+    UpstreamFailed,
+    UpstreamTimeout,
+)
 from laneway.sim import RunningSim
 from tests.helpers import one_lane, unique_spec
 
@@ -78,7 +85,17 @@ async def test_503_is_retried(sim) -> None:
     async with lane(sim, spec, retries=2, retry_on=[503], backoff={"base": "10ms"}) as lw:
         response = await lw.chat("lane", MESSAGES)
     assert [a.outcome for a in response.attempts] == ["503", "ok"]
-    assert response.attempts[0].waited == pytest.approx(0.01)
+    assert 0.01 <= response.attempts[0].waited < 0.01 + SLACK
+
+
+async def test_each_class_spends_only_its_own_retries(sim) -> None:
+    """``retry_on: {503: 1, timeout: 2}`` under ``retries: 3``: a 503 is retried once."""
+    spec = unique_spec("status=503")
+    policy = dict(retries=3, retry_on={503: 1, "timeout": 2}, backoff={"base": "10ms"})
+    async with lane(sim, spec, **policy) as lw:
+        with pytest.raises(UpstreamFailed, match="retry_on gives 503 1 retry, spent"):
+            await lw.chat("lane", MESSAGES)
+    assert await hits(sim, spec) == 2
 
 
 async def test_500_is_not_retried_when_only_503_is_listed(sim) -> None:
@@ -90,49 +107,121 @@ async def test_500_is_not_retried_when_only_503_is_listed(sim) -> None:
     assert await hits(sim, spec) == 1
 
 
-async def test_lane_without_declared_retries_makes_one_attempt(sim) -> None:
-    """Seed's silent-default trap: nothing declared means exactly one attempt."""
-    spec = unique_spec("status=503")
-    async with lane(sim, spec) as lw:
-        with pytest.raises(UpstreamFailed) as err:
-            await lw.chat("lane", MESSAGES)
-    assert len(err.value.attempts) == 1
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "status=503",
+        "status=503,retry_after=0.1",
+        "status=429,retry_after=0.1",
+        "status=429,retry_after_ms=100",
+        "status=500,retry_after=0.1",
+        "sleep=1",
+        "empty",
+    ],
+)
+async def test_lane_without_declared_retries_makes_one_request(sim, fault: str) -> None:
+    """Seed's silent-default trap: nothing declared means one request, whatever the answer."""
+    spec = unique_spec(fault)
+    async with lane(sim, spec, deadline="2s", attempt_timeout="300ms", min_attempt="10ms") as lw:
+        try:
+            response = await lw.chat("lane", MESSAGES)
+            attempts = response.attempts
+        except CallFailed as err:
+            attempts = err.attempts
+    assert len(attempts) == 1
     assert await hits(sim, spec) == 1
 
 
 async def test_retry_after_is_honoured_without_spending_an_attempt(sim) -> None:
     spec = unique_spec("fail_first=1,status=429,retry_after=0.4")
-    async with lane(sim, spec, deadline="5s") as lw:
+    async with lane(sim, spec, deadline="5s", max_pushbacks=1) as lw:
         started = time.monotonic()
         response = await lw.chat("lane", MESSAGES)
         elapsed = time.monotonic() - started
     assert 0.4 <= elapsed < 0.4 + 0.5
     first, second = response.attempts
-    assert first.pushback and first.outcome == "429" and first.waited == pytest.approx(0.4)
+    assert first.pushback and first.outcome == "429" and 0.4 <= first.waited < 0.4 + SLACK
+    assert second.outcome == "ok"
+
+
+async def test_declared_retry_waits_out_the_retry_after(sim) -> None:
+    """A retry of the source that asked to wait goes back no sooner than it asked."""
+    spec = unique_spec("fail_first=1,status=503,retry_after=0.4")
+    policy = dict(retries=1, retry_on=[503], backoff={"base": "10ms"})
+    async with lane(sim, spec, deadline="5s", **policy) as lw:
+        started = time.monotonic()
+        response = await lw.chat("lane", MESSAGES)
+        elapsed = time.monotonic() - started
+    assert 0.4 <= elapsed < 0.4 + 0.5
+    first, second = response.attempts
+    assert not first.pushback and 0.4 <= first.waited < 0.4 + SLACK
     assert second.outcome == "ok"
 
 
 async def test_retry_after_ms_header(sim) -> None:
     spec = unique_spec("fail_first=1,status=503,retry_after_ms=150")
-    async with lane(sim, spec) as lw:
+    async with lane(sim, spec, max_pushbacks=1) as lw:
         response = await lw.chat("lane", MESSAGES)
-    assert response.attempts[0].waited == pytest.approx(0.15)
+    assert 0.15 <= response.attempts[0].waited < 0.15 + SLACK
 
 
-async def test_pushback_that_cannot_fit_fails_at_once(sim) -> None:
+DECLARED = [{"max_pushbacks": 1}, {"retries": 1, "retry_on": [429, 503]}]
+
+
+@pytest.mark.parametrize("policy", DECLARED, ids=["pushback", "declared-retry"])
+async def test_pushback_that_cannot_fit_fails_at_once(sim, policy) -> None:
     spec = unique_spec("status=429,retry_after=5")
-    async with lane(sim, spec, deadline="2s") as lw:
+    async with lane(sim, spec, deadline="2s", **policy) as lw:
         started = time.monotonic()
-        with pytest.raises(PushbackRefused, match="before the deadline"):
+        with pytest.raises(PushbackRefused, match="before the deadline") as err:
             await lw.chat("lane", MESSAGES)
         assert time.monotonic() - started < 0.5
+    assert "source openai:sim-model asked to wait 5s, ready at " in str(err.value)
+    assert err.value.ready_in == 5.0
+    assert await hits(sim, spec) == 1
 
 
-async def test_pushback_over_the_lane_cap_fails_at_once(sim) -> None:
+@pytest.mark.parametrize("policy", DECLARED, ids=["pushback", "declared-retry"])
+async def test_pushback_over_the_lane_cap_fails_at_once(sim, policy) -> None:
     spec = unique_spec("status=503,retry_after=3")
-    async with lane(sim, spec, max_pushback_wait="1s") as lw:
-        with pytest.raises(PushbackRefused, match="max_pushback_wait"):
+    async with lane(sim, spec, max_pushback_wait="1s", **policy) as lw:
+        with pytest.raises(PushbackRefused, match="max_pushback_wait") as err:
             await lw.chat("lane", MESSAGES)
+    assert "source openai:sim-model asked to wait 3s" in str(err.value)
+    assert await hits(sim, spec) == 1
+
+
+async def test_with_pushback_off_later_calls_do_not_wait_for_a_retry_after(sim) -> None:
+    """A lone source that asked for 5 s is still called by the next call: not out of rotation."""
+    spec = unique_spec("fail_first=1,status=429,retry_after=5")
+    async with lane(sim, spec, deadline="2s") as lw:
+        with pytest.raises(UpstreamFailed):
+            await lw.chat("lane", MESSAGES)
+        started = time.monotonic()
+        response = await lw.chat("lane", MESSAGES)
+        assert time.monotonic() - started < SLACK * 4
+    assert [a.outcome for a in response.attempts] == ["ok"]
+    assert await hits(sim, spec) == 2
+
+
+async def test_with_pushback_on_a_mark_past_the_deadline_fails_the_next_call_at_once(
+    sim,
+) -> None:
+    """Waiting for a mark that ends after the deadline would only end in a 504: refuse now."""
+    spec = unique_spec("status=429,retry_after=5")
+    async with lane(sim, spec, deadline="10s", max_pushbacks=1) as lw:
+        first = asyncio.create_task(lw.chat("lane", MESSAGES))
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        with pytest.raises(PushbackRefused, match="pushed back by its Retry-After") as err:
+            await lw.chat("lane", MESSAGES, deadline=1.0)
+        assert time.monotonic() - started < 0.5
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    assert err.value.attempts == () and err.value.deadline == 1.0
+    assert "source openai:sim-model" in str(err.value)
+    assert await hits(sim, spec) == 1
 
 
 async def test_pushbacks_per_call_are_bounded(sim) -> None:
@@ -148,9 +237,30 @@ async def test_caller_deadline_is_the_smaller(sim) -> None:
     spec = unique_spec("sleep=3")
     async with lane(sim, spec, deadline="10s") as lw:
         started = time.monotonic()
-        with pytest.raises(DeadlineExceeded):
+        with pytest.raises(DeadlineExceeded) as err:
             await lw.chat("lane", MESSAGES, deadline=0.3)
         assert 0.3 <= time.monotonic() - started <= 0.3 + SLACK
+    assert err.value.deadline == 0.3
+
+
+async def test_every_error_reports_the_budget_the_call_had(sim) -> None:
+    """``CallFailed.deadline`` is the lane's deadline tightened by the caller's, on every path."""
+    async with lane(sim, unique_spec("status=500"), deadline="10s") as lw:
+        with pytest.raises(UpstreamFailed) as tightened:
+            await lw.chat("lane", MESSAGES, deadline=4.0)
+        with pytest.raises(UpstreamFailed) as own:
+            await lw.chat("lane", MESSAGES)
+    assert (tightened.value.deadline, own.value.deadline) == (4.0, 10.0)
+
+
+async def test_attempts_that_all_timed_out_are_an_upstream_timeout(sim) -> None:
+    spec = unique_spec("sleep=3")
+    policy = dict(attempt_timeout="200ms", retries=1, retry_on=["timeout"])
+    async with lane(sim, spec, deadline="5s", backoff={"base": "10ms"}, **policy) as lw:
+        with pytest.raises(UpstreamTimeout) as err:
+            await lw.chat("lane", MESSAGES)
+    assert err.value.code == "upstream_timeout"
+    assert [a.outcome for a in err.value.attempts] == ["timeout", "timeout"]
 
 
 async def test_backoff_sleep_is_cut_by_the_deadline(sim) -> None:

@@ -23,7 +23,7 @@ def acquired(transport: AiohttpTransport) -> int:
     [
         ("sleep=5", {}),
         ("status=503", {"retries": 2, "retry_on": [503], "backoff": {"base": "5s"}}),
-        ("status=429,retry_after=5", {}),
+        ("status=429,retry_after=5", {"max_pushbacks": 1}),
     ],
     ids=["mid-attempt", "mid-backoff", "mid-pushback"],
 )

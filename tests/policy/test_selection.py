@@ -1,10 +1,22 @@
 """Candidate order, the yield rule, weighted turns, and panic."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laneway.policy.health import HealthPolicy
-from laneway.policy.selection import Candidate, Try, Turns, order, panic_choice, peers, plan
+from laneway.policy.selection import (
+    Candidate,
+    Plan,
+    SourceSpec,
+    Try,
+    Turns,
+    failing_walk,
+    order,
+    panic_choice,
+    peers,
+    plan,
+)
 from laneway.policy.waits import Admit, Probe, Wait
 
 HEALTH = HealthPolicy()
@@ -119,3 +131,48 @@ def test_an_open_breaker_is_tried_only_in_panic(candidates) -> None:
     if all(c.blocked is None for c in candidates):
         assert result.tries, "some source is always tried when nothing is blocked locally"
     assert panic_choice(candidates) is None or len([t for t in result.tries if t.panic]) == 1
+
+
+BACKOFF = Wait(0.3, "backoff", "main")
+
+
+def test_a_call_waits_to_revisit_its_preferred_source_rather_than_spill_over() -> None:
+    candidates = [source("main", revisit=BACKOFF, failures=1), source("backup", priority=1)]
+    assert plan(candidates, Turns(), HEALTH) == Plan((), (BACKOFF,))
+
+
+def test_a_source_to_revisit_does_not_stop_a_peer_that_ranks_first() -> None:
+    turns = Turns()
+    turns.took("main", [source("main"), source("peer")])
+    candidates = [source("main", revisit=BACKOFF, failures=1), source("peer")]
+    assert plan(candidates, turns, HEALTH) == Plan((Try("peer"),), (BACKOFF,))
+
+
+def test_a_source_to_revisit_is_never_the_panic_choice() -> None:
+    candidates = [source("main", gate=Probe(), revisit=BACKOFF, failures=1)]
+    assert plan(candidates, Turns(), HEALTH) == Plan((), (BACKOFF,))
+
+
+def test_a_source_set_aside_goes_after_every_other_whatever_its_rank() -> None:
+    candidates = [source("main", set_aside=True, failures=1), source("junk", 0.1, priority=3)]
+    assert names(order(candidates, Turns(), HEALTH)) == ["junk", "main"]
+
+
+def test_a_mark_another_call_received_steers_without_blocking() -> None:
+    candidates = [source("main", pushed_back=True), source("backup", priority=1)]
+    assert plan(candidates, Turns(), HEALTH).tries == (Try("backup"), Try("main"))
+
+
+@pytest.mark.parametrize(
+    ("set_aside", "walk"),
+    [(False, ["main", "main", "backup"]), (True, ["main", "backup", "main"])],
+    ids=["error-status", "timeout-or-connect"],
+)
+def test_a_failing_call_walks_primary_then_fallback(set_aside: bool, walk: list[str]) -> None:
+    sources = [SourceSpec("main"), SourceSpec("backup", priority=1)]
+    assert failing_walk(sources, 3, HEALTH, set_aside=set_aside) == walk
+
+
+def test_a_failing_call_alternates_between_peers() -> None:
+    sources = [SourceSpec("a"), SourceSpec("b"), SourceSpec("c", priority=1)]
+    assert failing_walk(sources, 4, HEALTH, set_aside=False) == ["a", "b", "a", "b"]

@@ -105,10 +105,10 @@ async def test_503_is_retried(sim, wire) -> None:
 async def test_429_pushback_is_honoured(sim, wire) -> None:
     """Gemini tells the wait in the body (``RetryInfo``), the others in ``Retry-After``."""
     spec = unique_spec("fail_first=1,status=429,retry_after=0.2")
-    async with lane(sim, wire, spec, deadline="5s") as lw:
+    async with lane(sim, wire, spec, deadline="5s", max_pushbacks=1) as lw:
         response = await lw.chat("lane", MESSAGES)
     first, second = response.attempts
-    assert first.pushback and first.outcome == "429" and first.waited == pytest.approx(0.2)
+    assert first.pushback and first.outcome == "429" and 0.2 <= first.waited < 0.5
     assert second.outcome == "ok"
 
 

@@ -42,7 +42,7 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
         "ok": {"sources": [source(sim, SPECS["ok"])]},
         "filtered": {**fast_retry, "sources": [source(sim, SPECS["filtered"])]},
         "down": {**fast_retry, "sources": [source(sim, SPECS["down"])]},
-        "pushback": {"sources": [source(sim, SPECS["pushback"])]},
+        "pushback": {"max_pushbacks": 1, "sources": [source(sim, SPECS["pushback"])]},
         "slow": {"sources": [source(sim, SPECS["slow"])]},
         "timeout": {"attempt_timeout": "200ms", "sources": [source(sim, SPECS["slow"])]},
         "unreachable": {"sources": [{**source(sim, ""), "base_url": "http://127.0.0.1:9/v1"}]},
@@ -149,6 +149,7 @@ async def test_upstream_auth_failure_is_502_without_the_upstream_message(chat) -
 async def test_attempt_timeout_is_504_and_connect_failure_502(chat) -> None:
     status, _, answer = await chat({"model": "timeout", "messages": HELLO})
     assert status == 504 and answer["laneway"]["attempts"][0]["outcome"] == "timeout"
+    assert answer["error"]["code"] == "upstream_timeout"
     status, _, answer = await chat({"model": "unreachable", "messages": HELLO})
     assert status == 502 and answer["laneway"]["attempts"][0]["outcome"] == "connect"
 

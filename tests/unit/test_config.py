@@ -100,3 +100,28 @@ def test_continue_on_cut_names_its_values() -> None:
     text = MINIMAL.replace("    retries: 2\n", "    retries: 2\n    continue_on_cut: splice\n")
     with pytest.raises(ConfigError, match="continue_on_cut"):
         parse_config(text)
+
+
+def test_retry_on_takes_a_count_per_class() -> None:
+    text = MINIMAL.replace("retry_on: [503, timeout, connect]", "retry_on: {503: 2, timeout: 1}")
+    assert parse_config(text).lanes["engram-summarize"].retry_on == {503: 2, "timeout": 1}
+
+
+@pytest.mark.parametrize(
+    ("retry_on", "retries", "message"),
+    [
+        ("{503: 2}", "0", "retry_on gives retry counts but retries is 0"),
+        ("{503: 0}", "2", "greater than or equal to 1"),
+        ("{400: 1}", "2", "400 is a rejection"),
+        ("{slow: 1}", "2", "retry_on"),
+    ],
+)
+def test_retry_on_counts_are_checked(retry_on: str, retries: str, message: str) -> None:
+    text = MINIMAL.replace("retry_on: [503, timeout, connect]", f"retry_on: {retry_on}")
+    text = text.replace("retries: 2", f"retries: {retries}")
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text)
+
+
+def test_pushback_is_off_unless_declared() -> None:
+    assert parse_config(MINIMAL).lanes["engram-summarize"].max_pushbacks == 0

@@ -9,22 +9,99 @@ from laneway.accounting import Pricer, Rate
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, build_lane, retry_policy
+from laneway.policy.health import HealthPolicy
+from laneway.policy.retry import RetryPolicy
+from laneway.policy.selection import SourceSpec, failing_walk
 from laneway.providers.limits import limits_of
+
+SET_ASIDE_LABELS = ("timeout", "connect")
+"""The ``retry_on`` classes after which a source is set aside for the call."""
 
 
 @dataclass(frozen=True, slots=True)
 class LaneReport:
-    """One row of the check table and the warnings for that lane."""
+    """One row of the check table, the lines under it, and the warnings for that lane."""
 
     lane: str
     row: list[str]
     warnings: list[str]
+    notes: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBound:
+    """The most upstream requests one call of a lane can make, and what they are."""
+
+    retries: int
+    pushbacks: int
+    context_moves: int
+    continuations: int
+    total: int
+
+    def describe(self) -> str:
+        """``1 attempt + 2 retries + 1 pushback``, times the continuations when there are any."""
+        parts = ["1 attempt"]
+        for count, what in (
+            (self.retries, "retr"),
+            (self.pushbacks, "pushback"),
+            (self.context_moves, "move to a larger context_window"),
+        ):
+            if count:
+                parts.append(f"{count} {_plural(what, count)}")
+        once = " + ".join(parts)
+        if len(parts) == 1:
+            return f"{once} (no retries or pushbacks declared)"
+        if not self.continuations:
+            return once
+        times = 1 + self.continuations
+        continued = _plural("stream continuation", self.continuations)
+        return f"({once}) x {times} ({self.continuations} {continued})"
+
+
+def request_bound(lane: LaneConfig, policy: RetryPolicy) -> RequestBound:
+    """The first attempt, retries, pushbacks, context moves, and stream continuations.
+
+    A continuation (``continue_on_cut``) is a new call on the prefill sources
+    not yet tried, with the lane's whole retry policy; a context move goes to
+    a source with a larger declared ``context_window``.
+    """
+    windows = {s.context_window for s in lane.sources if s.context_window is not None}
+    moves = max(len(windows) - 1, 0)
+    prefill = sum(1 for s in lane.sources if s.accepts_prefill)
+    continuations = prefill if lane.continue_on_cut and lane.kind == "chat" else 0
+    total = policy.most_requests(context_moves=moves, continuations=continuations)
+    retries = min(policy.retries, sum(policy.retry_on.values()))
+    return RequestBound(retries, policy.max_pushbacks, moves, continuations, total)
+
+
+def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list[str]]]:
+    """The sources a call walks when every attempt fails, per kind of failure.
+
+    Error statuses go back to the preferred source until it failed twice;
+    timeouts and refused connections set the source aside at once.
+    """
+    ranked = sorted(
+        zip(lane.source_names(), lane.sources, strict=True), key=lambda p: p[1].priority
+    )
+    specs = [SourceSpec(name, s.priority, s.weight) for name, s in ranked]
+    statuses = [label for label in policy.retry_on if label.isdigit()]
+    aside = [label for label in policy.retry_on if label in SET_ASIDE_LABELS]
+    walks: list[tuple[str, list[str]]] = []
+    for kind, labels, set_aside in (
+        ("an error status", statuses or ["-"], False),
+        ("a timeout or refused connection", aside, True),
+    ):
+        if not labels:
+            continue
+        attempts = 1 + max(policy.retries_allowed(label) for label in labels)
+        walks.append((kind, failing_walk(specs, attempts, HealthPolicy(), set_aside=set_aside)))
+    return walks
 
 
 HEADER = [
     "lane",
     "kind",
-    "attempts",
+    "requests",
     "per-attempt",
     "backoff",
     "retry_on",
@@ -42,17 +119,38 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
     backoff = ", ".join(format_duration(s) for s in schedule) or "-"
     if lane.backoff.jitter != "none" and schedule:
         backoff += f" (jitter {lane.backoff.jitter})"
+    bound = request_bound(lane, policy)
     row = [
         name,
         lane.kind,
-        str(lane.retries + 1),
+        str(bound.total),
         format_duration(per_attempt),
         backoff,
-        ", ".join(str(c) for c in lane.retry_on) or "-",
+        _retry_on(lane),
         format_duration(lane.deadline),
         format_duration(worst),
     ]
-    return LaneReport(name, row, _warnings(name, lane, environ, worst))
+    notes = [f"requests {name}: at most {bound.total} = {bound.describe()}"]
+    if len(lane.sources) > 1:
+        walks = failing_walks(lane, policy)
+        notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
+    return LaneReport(name, row, _warnings(name, lane, environ, worst), notes)
+
+
+def _retry_on(lane: LaneConfig) -> str:
+    """The retried classes, with each one's own count when the lane gives them."""
+    listed = lane.retry_on
+    if isinstance(listed, dict):
+        return ", ".join(f"{label} x{count}" for label, count in listed.items())
+    return ", ".join(str(label) for label in listed) or "-"
+
+
+def _plural(word: str, count: int) -> str:
+    if word == "retr":
+        return "retry" if count == 1 else "retries"
+    if word.startswith("move"):
+        return word if count == 1 else word.replace("move", "moves", 1)
+    return word if count == 1 else f"{word}s"
 
 
 def _warnings(name: str, lane: LaneConfig, environ: Mapping[str, str], worst: float) -> list[str]:
@@ -108,6 +206,7 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     rows = [HEADER, *(r.row for r in reports)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines += [note for r in reports for note in r.notes]
     return "\n".join(line.rstrip() for line in lines), [w for r in reports for w in r.warnings]
 
 

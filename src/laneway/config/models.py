@@ -14,6 +14,8 @@ from laneway.core.units import parse_duration, parse_size
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 RetryClass = Literal["timeout", "connect", "empty", "cut"]
+RetryLabel = int | RetryClass
+RetryCount = Annotated[int, Field(ge=1, le=20)]
 REJECTION_CODES = frozenset({400, 401, 403, 404, 422})
 
 _ENV_REF = re.compile(r"^(?:os\.environ/([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\})$")
@@ -198,11 +200,11 @@ class LaneConfig(Strict):
     deadline: Duration = 60.0
     attempt_timeout: Duration | None = None
     retries: int = Field(default=0, ge=0, le=20)
-    retry_on: list[int | RetryClass] = Field(default_factory=list)
+    retry_on: list[RetryLabel] | dict[RetryLabel, RetryCount] = Field(default_factory=list)
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     min_attempt: Duration = 0.25
     max_pushback_wait: Duration = 30.0
-    max_pushbacks: int = Field(default=2, ge=0, le=20)
+    max_pushbacks: int = Field(default=0, ge=0, le=20)
     client_deadline: Duration | None = None
     first_byte_timeout: Duration | None = None
     idle_timeout: Duration | None = None
@@ -224,6 +226,10 @@ class LaneConfig(Strict):
     def _coherent(self) -> LaneConfig:
         if self.retries and not self.retry_on:
             raise ValueError("retries is set but retry_on is empty: nothing would be retried")
+        if isinstance(self.retry_on, dict) and self.retry_on and not self.retries:
+            raise ValueError(
+                "retry_on gives retry counts but retries is 0: set retries, the bound on them all"
+            )
         for code in self.retry_on:
             if isinstance(code, int) and code in REJECTION_CODES:
                 raise ValueError(f"retry_on: {code} is a rejection; rejections are never retried")

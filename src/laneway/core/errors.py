@@ -9,9 +9,10 @@ The tree::
     ├─ LaneNotReady             the lane cannot run (e.g. its key variable is unset)
     └─ CallFailed               a call ended without a result; ``attempts`` says why
        ├─ DeadlineExceeded      the lane's (or caller's) deadline passed
-       ├─ PushbackRefused       an upstream asked to wait longer than the policy allows
+       ├─ PushbackRefused       a source asked to wait longer than the policy or the deadline allows
        ├─ Stalled               the lane made no progress anywhere for ``stall_after``
        ├─ UpstreamFailed        the last attempt failed and the policy gives up
+       │  ├─ UpstreamTimeout    ... and that attempt timed out (before the call's deadline)
        │  ├─ UpstreamRejected   the upstream refused the request itself (4xx): never retried
        │  └─ ContextLengthExceeded
        ├─ StreamInterrupted     a stream broke after content reached the caller
@@ -68,7 +69,11 @@ class LaneNotReady(LanewayError):
 
 
 class CallFailed(LanewayError):
-    """A call ended without a result. ``attempts`` lists what each attempt met."""
+    """A call ended without a result. ``attempts`` lists what each attempt met.
+
+    ``deadline`` is the budget the call had, in seconds: the lane's deadline,
+    tightened by the caller's own when that was shorter.
+    """
 
     code = "upstream_error"
 
@@ -105,9 +110,17 @@ class DeadlineExceeded(CallFailed):
 
 
 class PushbackRefused(CallFailed):
-    """An upstream's Retry-After could not be honoured within the policy."""
+    """A source's Retry-After could not be honoured within the policy or the deadline.
+
+    The message names the source and when it will be ready; ``ready_in`` is
+    that wait in seconds, counted from the error.
+    """
 
     code = "pushback_refused"
+
+    def __init__(self, message: str, *, ready_in: float | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.ready_in = ready_in
 
 
 class Stalled(CallFailed):
@@ -118,6 +131,12 @@ class Stalled(CallFailed):
 
 class UpstreamFailed(CallFailed):
     """The upstream failed and the lane's policy does not try again."""
+
+
+class UpstreamTimeout(UpstreamFailed):
+    """The last attempt timed out (``attempt_timeout``, ``first_byte_timeout``) and none is left."""
+
+    code = "upstream_timeout"
 
 
 class UpstreamRejected(UpstreamFailed):

@@ -5,7 +5,9 @@ A pick, in order:
 1. the stall verdict: a call that has lasted ``stall_after`` while nothing
    in the lane succeeded stops here;
 2. each source's standing: health and breaker from the store's records of
-   outcomes, pushback marks and AIMD concurrency from this process;
+   outcomes, pushback marks and AIMD concurrency from this process, and the
+   call's own memory (a backoff or Retry-After it waits for on a source that
+   failed, sources set aside after a timeout or a refused connection);
 3. a plan (``laneway.policy.selection``): the sources to try, in order, with
    panic when every breaker of the lane is open;
 4. one store round trip, which reserves quota (and claims a half-open probe)
@@ -38,7 +40,7 @@ from laneway.policy import selection
 from laneway.policy.outcome import Verdict, judge, summarize
 from laneway.policy.pacer import Pacer
 from laneway.policy.selection import Candidate, Plan, Try
-from laneway.policy.waits import Wait, capped, soonest
+from laneway.policy.waits import PUSHBACK, Wait, capped, soonest
 from laneway.state.base import EMPTY_RECORD, Admission, Ask, SourceStore
 
 logger = logging.getLogger("laneway.admission")
@@ -48,12 +50,21 @@ logger = logging.getLogger("laneway.admission")
 class CallSources:
     """One call's memory of its sources: when it began, failures per source, exclusions.
 
+    ``revisit`` says from when (and why) the call may go back to a source
+    that failed; ``set_aside`` names the sources that timed out or refused
+    the connection, tried again only when no other source can run.
     Local to the call, never shared: one call's failures must not steer another's.
     """
 
     started: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
     excluded: set[str] = field(default_factory=set)
+    revisit: dict[str, tuple[float, str]] = field(default_factory=dict)
+    set_aside: set[str] = field(default_factory=set)
+
+    def revisit_after(self, source: str, at: float, reason: str) -> None:
+        """Keep the call off ``source`` until ``at`` (a backoff or a Retry-After)."""
+        self.revisit[source] = (at, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,26 +197,27 @@ class SourceAdmission:
         marks[source.name] = max(marks.get(source.name, -math.inf), until)
 
     def has_alternative(self, lane: Lane, call: CallSources, source: Source) -> bool:
-        """Whether another source of the lane is usable and not pushed back."""
+        """Whether another source can take the call now: ready, not pushed back, not set aside."""
         now = self.clock.now()
-        marks = lane.memory.pushed_back
+        memory = lane.memory
         return any(
-            s.ready
-            and s.name != source.name
+            s.name != source.name
             and s.name not in call.excluded
-            and marks.get(s.name, -math.inf) <= now
-            for s in lane.sources
+            and s.name not in call.set_aside
+            and not memory.pushed_back_for(s, now)
+            for s in lane.runnable
         )
 
     def exclude_smaller_windows(self, lane: Lane, call: CallSources, failed: Source) -> None:
-        """After ``context_length_exceeded``, drop the source and any with no larger window."""
-        call.excluded.add(failed.name)
+        """After ``context_length_exceeded``, keep only sources with a declared larger window.
+
+        A source whose ``context_window`` is unknown is no better bet than the
+        one that refused, and moving there would be an undeclared second request.
+        """
         window = failed.config.context_window
-        if window is None:
-            return
         for source in lane.sources:
             other = source.config.context_window
-            if other is not None and other <= window:
+            if window is None or other is None or other <= window:
                 call.excluded.add(source.name)
 
     async def aclose(self) -> None:
@@ -217,15 +229,21 @@ class SourceAdmission:
     ) -> Candidate:
         marks = memory.records.get(source.name, EMPTY_RECORD).marks
         log = summarize(marks, lane.health.half_life)
+        pushed_back = memory.pushed_back_for(source, now)
+        revisit = _revisit(call, source.name, pushed_back, now)
+        honoured = revisit is None and _honoured(lane, pushed_back)
         return Candidate(
             source.name,
             lane.health.score(log, now),
             lane.breaker.gate(log, now),
             source.config.priority,
             source.config.weight,
-            memory.blocked(source, now),
+            Wait(pushed_back, PUSHBACK, source.name) if honoured else memory.full(source),
             call.failures.get(source.name, 0),
             log.last_failure,
+            revisit,
+            source.name in call.set_aside,
+            revisit is None and not honoured and pushed_back > 0,
         )
 
     def _ask(
@@ -288,6 +306,26 @@ class SourceAdmission:
         if len(candidates) > 1:
             memory.turns.took(source.name, selection.peers(source.name, candidates, lane.health))
         return Admitted(lane, source, admission.granted, self.clock.now(), chosen.panic)
+
+
+def _revisit(call: CallSources, name: str, pushed_back: float, now: float) -> Wait | None:
+    """The call's wait before going back to ``name``, at least the source's Retry-After."""
+    revisit = call.revisit.get(name)
+    if revisit is None:
+        return None
+    until, reason = revisit
+    seconds = max(until - now, pushed_back)
+    return Wait(seconds, reason, name) if seconds > 0 else None
+
+
+def _honoured(lane: Lane, pushed_back: float) -> bool:
+    """Whether calls wait out a source's Retry-After (pushback on, the wait within bounds).
+
+    With pushback off, or a mark longer than ``max_pushback_wait``, the mark
+    only steers calls to other sources: a lone source stays in rotation.
+    """
+    policy = lane.policy
+    return policy.max_pushbacks > 0 and 0 < pushed_back <= policy.max_pushback_wait
 
 
 def _waits(plan: Plan, admission: Admission) -> list[Wait]:

@@ -1,16 +1,21 @@
 """The call loop: admission, attempts, backoff and pushback under one enforced deadline.
 
 The deadline is a cancel scope around the whole call (``asyncio.timeout_at``),
-so an attempt, a backoff sleep or an admission wait in flight when it passes
-is cancelled, and the caller gets ``DeadlineExceeded`` with the attempts made.
+so an attempt, a backoff or an admission wait in flight when it passes is
+cancelled, and the caller gets ``DeadlineExceeded`` with the attempts made.
 Each attempt gets ``min(attempt_timeout, time left)``.
 
-``SourceAdmission`` picks every attempt's source or says how long to wait;
-waiting (for quota, a concurrency slot, a pushed-back source) spends no
-attempt. Every admitted attempt is settled (or released, when cancelled), so
-no reservation, slot or probe outlives its attempt. A stream's attempt is the
-exception: it lasts until the stream ends, so the loop hands it to the stream
-(``hold=True``), which settles it with the stream's real usage.
+After a failure the retry policy says whether the call tries again and how
+long it must wait before going back to the source that failed (its backoff,
+never less than a Retry-After); the call remembers when it may revisit the
+source, and ``SourceAdmission`` picks the next attempt's source: the
+preferred one once that wait ends, or another at once after a timeout, a
+refused connection or a second failure. Waiting (to revisit, for quota, a
+concurrency slot, a pushed-back source) spends no attempt. Every admitted
+attempt is settled (or released, when cancelled), so no reservation, slot or
+probe outlives its attempt. A stream's attempt is the exception: it lasts
+until the stream ends, so the loop hands it to the stream (``hold=True``),
+which settles it with the stream's real usage.
 """
 
 from __future__ import annotations
@@ -28,15 +33,24 @@ from laneway.core.types import Attempt, Usage
 from laneway.core.units import format_duration
 from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
 from laneway.engine.lane import Lane, Source
-from laneway.engine.verdicts import call_failed, deadline_exceeded, stalled
+from laneway.engine.verdicts import (
+    call_failed,
+    deadline_exceeded,
+    pushback_refused,
+    source_pushed_back,
+    stalled,
+)
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import used_tokens
-from laneway.policy.retry import PUSHBACK_STATUSES, Decision, GiveUp, Pushback, Retry
+from laneway.policy.retry import Decision, GiveUp, Move, Pushback, Retry
+from laneway.policy.waits import BACKOFF, PUSHBACK, Wait
 from laneway.state.base import SourceStore
 from laneway.state.memory import MemoryStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]
+SET_ASIDE_KINDS = frozenset({"timeout", "connect"})
+"""Failures after which a source is not tried again while another can run."""
 
 
 @dataclass(slots=True)
@@ -47,7 +61,9 @@ class CallState:
     attempts: list[Attempt] = field(default_factory=list)
     sources: CallSources = field(default_factory=CallSources)
     retries_used: int = 0
+    class_retries: dict[str, int] = field(default_factory=dict)
     pushbacks_used: int = 0
+    failed_at: float | None = None
     last_failure: AttemptFailure | None = None
     in_flight: tuple[str, float] | None = None
     waiting: str | None = None
@@ -115,9 +131,9 @@ class CallLoop:
         except TimeoutError:
             now = self.clock.now()
             state.cut_in_flight(now)
-            attempts, budget = tuple(state.attempts), deadline.at - state.start
+            attempts = tuple(state.attempts)
             raise deadline_exceeded(
-                lane, attempts, now - state.start, budget, state.waiting
+                lane, attempts, now - state.start, deadline.budget, state.waiting
             ) from None
 
     def _loop_time(self, deadline: Deadline) -> float | None:
@@ -137,6 +153,10 @@ class CallLoop:
         while True:
             admitted = await self._admitted(lane, deadline, state, request_tokens)
             source, started = admitted.source, admitted.started
+            if state.failed_at is not None:
+                waited = started - state.failed_at
+                state.attempts[-1] = dataclasses.replace(state.attempts[-1], waited=waited)
+                state.failed_at = None
             state.in_flight = (source.name, started)
             try:
                 result = await self._bounded(attempt, source, lane, deadline, started)
@@ -151,7 +171,7 @@ class CallLoop:
                 failures = state.sources.failures
                 failures[source.name] = failures.get(source.name, 0) + 1
                 await self.admission.settle(admitted, failure, None)
-                await self._after_failure(lane, deadline, state, source, failure, elapsed)
+                self._after_failure(lane, deadline, state, source, failure, elapsed)
                 continue
             except BaseException:
                 await self.admission.release(admitted)
@@ -187,11 +207,27 @@ class CallLoop:
                 state.waiting = None
                 return decision
             if isinstance(decision, NoSource):
-                raise self._no_source(lane, state, decision)
+                raise self._no_source(lane, deadline, state, decision)
+            self._refuse_unfit_pushback(lane, deadline, state, decision)
             state.waiting = decision.reason
             began = self.clock.now()
             await self.admission.wait(lane, decision)
-            state.queue_wait += self.clock.now() - began
+            if decision.reason != BACKOFF:
+                state.queue_wait += self.clock.now() - began
+
+    def _refuse_unfit_pushback(
+        self, lane: Lane, deadline: Deadline, state: CallState, wait: Wait
+    ) -> None:
+        """Fail at once when the call would wait for a Retry-After that ends past its deadline."""
+        if wait.reason != PUSHBACK or wait.source is None:
+            return
+        now = self.clock.now()
+        if wait.seconds + lane.policy.min_attempt <= deadline.remaining(now):
+            return
+        elapsed = now - state.start
+        raise source_pushed_back(
+            lane, tuple(state.attempts), elapsed, deadline.budget, wait, self.clock.wall()
+        )
 
     async def _bounded(
         self, attempt: AttemptFn[T], source: Source, lane: Lane, deadline: Deadline, now: float
@@ -208,7 +244,7 @@ class CallLoop:
                 "timeout", f"no answer within attempt_timeout {format_duration(bound)}"
             ) from None
 
-    async def _after_failure(
+    def _after_failure(
         self,
         lane: Lane,
         deadline: Deadline,
@@ -217,30 +253,27 @@ class CallLoop:
         failure: AttemptFailure,
         elapsed: float,
     ) -> None:
-        """Record the failure, then sleep as the policy says or raise its verdict."""
+        """Record the failure, then say where and when the call goes next, or raise its verdict."""
         state.last_failure = failure
         record = Attempt(
             source.name, failure.label, elapsed, failure.status, message=failure.message
         )
-        if failure.kind == "context_length":
-            state.attempts.append(record)
-            self.admission.exclude_smaller_windows(lane, state.sources, source)
-            return
+        state.attempts.append(record)
+        if failure.retry_after is not None:
+            self.admission.push_back(lane, source, failure.retry_after)
         decision = self._decide(lane, deadline, state, source, failure)
         if isinstance(decision, GiveUp):
-            state.attempts.append(record)
-            raise self._verdict(lane, state, failure, decision.reason, pushback=decision.pushback)
-        if isinstance(decision, Pushback):
-            state.pushbacks_used += 1
-            moved_on = self.admission.has_alternative(lane, state.sources, source)
-            wait = 0.0 if moved_on else decision.wait
-        else:
-            state.retries_used += 1
-            wait = decision.delay
-        pushed = isinstance(decision, Pushback)
-        state.attempts.append(dataclasses.replace(record, pushback=pushed, waited=wait))
-        if isinstance(decision, Retry):
-            await asyncio.sleep(wait)
+            raise self._verdict(lane, deadline, state, failure, decision)
+        self._spend(state, decision, failure.label)
+        calls = state.sources
+        if decision.if_alone is not None:
+            calls.excluded.add(source.name)
+        elif failure.kind in SET_ASIDE_KINDS:
+            calls.set_aside.add(source.name)
+        reason = PUSHBACK if failure.retry_after is not None else BACKOFF
+        calls.revisit_after(source.name, self.clock.now() + decision.delay, reason)
+        state.attempts[-1] = dataclasses.replace(record, pushback=isinstance(decision, Pushback))
+        state.failed_at = self.clock.now()
 
     def _decide(
         self,
@@ -250,46 +283,65 @@ class CallLoop:
         source: Source,
         failure: AttemptFailure,
     ) -> Decision:
-        """The retry policy's decision, with pushback applied to the source alone.
+        """The retry policy's decision, moved to another source where the failed one cannot wait.
 
-        A Retry-After marks only the source that sent it, so admission moves
-        the call to another source, or waits for this one when it is the only
-        one. A pushback too long to honour ends the call only when no other
-        source can take it.
+        A context-length failure is no retry of the same request: the call
+        moves, spending nothing, to a source whose declared ``context_window``
+        is larger; with none, the call ends on the rejection.
         """
-        if failure.retry_after is not None and failure.status in PUSHBACK_STATUSES:
-            self.admission.push_back(lane, source, failure.retry_after)
+        if failure.kind == "context_length":
+            self.admission.exclude_smaller_windows(lane, state.sources, source)
+            if not self.admission.has_alternative(lane, state.sources, source):
+                return GiveUp("no source with a larger context_window")
+            return Move()
         decision = lane.policy.decide(
             failure,
             retries_used=state.retries_used,
+            class_used=state.class_retries.get(failure.label, 0),
             pushbacks_used=state.pushbacks_used,
             remaining=deadline.remaining(self.clock.now()),
             rng=self.rng,
         )
-        refused = isinstance(decision, GiveUp) and decision.pushback
-        if refused and self.admission.has_alternative(lane, state.sources, source):
-            return Pushback(failure.retry_after or 0.0)
-        return decision
+        if isinstance(decision, GiveUp) or decision.if_alone is None:
+            return decision
+        if self.admission.has_alternative(lane, state.sources, source):
+            return decision
+        return decision.if_alone
 
-    def _no_source(self, lane: Lane, state: CallState, verdict: NoSource) -> CallFailed:
+    def _spend(self, state: CallState, decision: Retry | Pushback | Move, label: str) -> None:
+        if isinstance(decision, Move):
+            return
+        if isinstance(decision, Pushback):
+            state.pushbacks_used += 1
+            return
+        state.retries_used += 1
+        state.class_retries[label] = state.class_retries.get(label, 0) + 1
+
+    def _no_source(
+        self, lane: Lane, deadline: Deadline, state: CallState, verdict: NoSource
+    ) -> CallFailed:
+        elapsed = self.clock.now() - state.start
+        attempts = tuple(state.attempts)
         if verdict.stalled:
-            elapsed = self.clock.now() - state.start
-            attempts = tuple(state.attempts)
-            return stalled(lane, attempts, elapsed, verdict.reason, state.waiting)
-        return self._verdict(lane, state, state.last_failure, verdict.reason)
+            return stalled(lane, attempts, elapsed, deadline.budget, verdict.reason, state.waiting)
+        return call_failed(
+            lane, attempts, elapsed, deadline.budget, state.last_failure, verdict.reason
+        )
 
     def _verdict(
         self,
         lane: Lane,
+        deadline: Deadline,
         state: CallState,
-        failure: AttemptFailure | None,
-        reason: str,
-        *,
-        pushback: bool = False,
+        failure: AttemptFailure,
+        verdict: GiveUp,
     ) -> CallFailed:
         elapsed = self.clock.now() - state.start
-        attempts = tuple(state.attempts)
-        return call_failed(lane, attempts, elapsed, failure, reason, pushback=pushback)
+        attempts, budget = tuple(state.attempts), deadline.budget
+        if verdict.pushback:
+            wall = self.clock.wall()
+            return pushback_refused(lane, attempts, elapsed, budget, failure, verdict, wall)
+        return call_failed(lane, attempts, elapsed, budget, failure, verdict.reason)
 
 
 def _skip(state: CallState, source: Source, refusal: Inexpressible) -> None:

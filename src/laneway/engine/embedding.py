@@ -100,7 +100,7 @@ async def _embed(
     done = await run_bounded(jobs, lane.config.batch_concurrency)
     vectors = assemble(cached, done)
     attempts = tuple(attempt for batch in done for attempt in batch.attempts)
-    check_one_length(lane, vectors, attempts, engine.clock.now() - started.mono)
+    check_one_length(lane, vectors, attempts, engine.clock.now() - started.mono, deadline)
     if cache is not None and done:
         sent = [index for batch in done for index in batch.indices]
         await cache.save(lane, dims, [texts[i] for i in sent], [vectors[i] for i in sent])
@@ -259,7 +259,11 @@ def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) 
 
 
 def check_one_length(
-    lane: Lane, vectors: Sequence[Vector], attempts: tuple[Attempt, ...], elapsed: float
+    lane: Lane,
+    vectors: Sequence[Vector],
+    attempts: tuple[Attempt, ...],
+    elapsed: float,
+    deadline: Deadline,
 ) -> None:
     """Refuse an answer mixing vector lengths (batches from sources of different models)."""
     lengths = sorted({len(vector) for vector in vectors})
@@ -270,5 +274,5 @@ def check_one_length(
             lane=lane.name,
             attempts=attempts,
             elapsed=elapsed,
-            deadline=lane.config.deadline,
+            deadline=deadline.budget,
         )

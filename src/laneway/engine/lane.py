@@ -23,8 +23,6 @@ from laneway.providers.base import Provider
 from laneway.providers.registry import make_provider
 from laneway.state.base import SourceRecord
 
-PUSHED_BACK = "pushback"
-
 
 @dataclass(slots=True)
 class Source:
@@ -48,7 +46,8 @@ class LaneMemory:
     """What this process keeps about a lane's sources between calls.
 
     Admission's working memory: the store's latest records, weighted turns,
-    AIMD pacers, pushback marks, and the picks waiting for a release.
+    AIMD pacers, pushback marks (when each source's last Retry-After ends),
+    and the picks waiting for a release.
     """
 
     records: dict[str, SourceRecord] = field(default_factory=dict)
@@ -72,11 +71,12 @@ class LaneMemory:
             pacer = self.pacers[source.name] = Pacer(source.pacing)
         return pacer
 
-    def blocked(self, source: Source, now: float) -> Wait | None:
-        """A local reason the source cannot run now: a pushback mark or a full limit."""
-        until = self.pushed_back.get(source.name, -math.inf)
-        if until > now:
-            return Wait(until - now, PUSHED_BACK)
+    def pushed_back_for(self, source: Source, now: float) -> float:
+        """Seconds until the source's Retry-After ends (0 when it asked for no wait)."""
+        return max(self.pushed_back.get(source.name, -math.inf) - now, 0.0)
+
+    def full(self, source: Source) -> Wait | None:
+        """The wait for a slot when the source's concurrency limit is full."""
         pacer = self.pacer(source)
         gate = pacer.gate() if pacer is not None else None
         return gate if isinstance(gate, Wait) else None
@@ -158,15 +158,26 @@ def build_lane(name: str, config: LaneConfig, environ: Mapping[str, str]) -> Lan
 
 
 def retry_policy(config: LaneConfig) -> RetryPolicy:
-    """The lane's retry semantics as a pure policy object."""
+    """The lane's retry semantics as a pure policy object.
+
+    A ``retry_on`` list lets each listed class spend every retry; a map gives
+    each its own count.
+    """
     b = config.backoff
+    listed = config.retry_on
+    counts = (
+        {str(label): count for label, count in listed.items()}
+        if isinstance(listed, dict)
+        else dict.fromkeys((str(label) for label in listed), config.retries)
+    )
     return RetryPolicy(
         retries=config.retries,
-        retry_on=frozenset(str(code) for code in config.retry_on),
+        retry_on=counts,
         backoff=Backoff(kind=b.kind, base=b.base, cap=b.cap, jitter=b.jitter),
         min_attempt=config.min_attempt,
         max_pushback_wait=config.max_pushback_wait,
         max_pushbacks=config.max_pushbacks,
+        per_class=isinstance(listed, dict),
     )
 
 

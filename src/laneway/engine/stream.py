@@ -494,7 +494,7 @@ class ChatStream:
             lane=self.lane.name,
             attempts=self.attempts,
             elapsed=self.elapsed,
-            deadline=self.lane.config.deadline,
+            deadline=self._deadline.budget,
         )
 
     def _continuation(self, lane: Lane) -> Lane | None:

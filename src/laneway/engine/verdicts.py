@@ -7,6 +7,8 @@ its errors alike.
 
 from __future__ import annotations
 
+import datetime
+import math
 from typing import Any
 
 from laneway.core.errors import (
@@ -19,28 +21,34 @@ from laneway.core.errors import (
     Stalled,
     UpstreamFailed,
     UpstreamRejected,
+    UpstreamTimeout,
 )
 from laneway.core.types import Attempt
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane
+from laneway.policy.retry import GiveUp
+from laneway.policy.waits import Wait
 
 
 def call_failed(
     lane: Lane,
     attempts: tuple[Attempt, ...],
     elapsed: float,
+    budget: float,
     failure: AttemptFailure | None,
     reason: str,
-    *,
-    pushback: bool = False,
 ) -> CallFailed:
-    """The error for a call that ends on ``failure`` (the last attempt's) for ``reason``."""
-    kw = _facts(lane, attempts, elapsed)
+    """The error for a call that ends on ``failure`` (the last attempt's) for ``reason``.
+
+    ``budget`` is the call's deadline in seconds (the lane's, or the caller's
+    when tighter).
+    """
+    kw = _facts(lane, attempts, elapsed, budget)
     detail = failure.message if failure is not None else "no attempt was made"
     message = f"lane {lane.name}: {detail} ({reason})"
     kind = failure.kind if failure is not None else ""
-    if pushback:
-        return PushbackRefused(message, **kw)
+    if kind == "timeout":
+        return UpstreamTimeout(message, **kw)
     if kind == "context_length":
         return ContextLengthExceeded(message, body=failure.body if failure else None, **kw)
     if kind == "rejected":
@@ -50,12 +58,54 @@ def call_failed(
     return UpstreamFailed(message, **kw)
 
 
+def pushback_refused(
+    lane: Lane,
+    attempts: tuple[Attempt, ...],
+    elapsed: float,
+    budget: float,
+    failure: AttemptFailure,
+    verdict: GiveUp,
+    wall: float,
+) -> PushbackRefused:
+    """The source that failed last asked for a wait the call cannot make (``verdict``)."""
+    source = attempts[-1].source if attempts else "?"
+    ready_in = verdict.ready_in or 0.0
+    message = (
+        f"lane {lane.name}: {failure.message} (source {source} asked to wait "
+        f"{format_duration(ready_in)}, ready {_ready_at(wall, ready_in)}: {verdict.reason})"
+    )
+    return PushbackRefused(message, ready_in=ready_in, **_facts(lane, attempts, elapsed, budget))
+
+
+def source_pushed_back(
+    lane: Lane,
+    attempts: tuple[Attempt, ...],
+    elapsed: float,
+    budget: float,
+    wait: Wait,
+    wall: float,
+) -> PushbackRefused:
+    """The only source the call could wait for is pushed back past the call's deadline."""
+    message = (
+        f"lane {lane.name}: source {wait.source} is pushed back by its Retry-After for "
+        f"{format_duration(wait.seconds)} more (ready {_ready_at(wall, wait.seconds)}), "
+        f"past this call's deadline of {format_duration(budget)}"
+    )
+    facts = _facts(lane, attempts, elapsed, budget)
+    return PushbackRefused(message, ready_in=wait.seconds, **facts)
+
+
 def stalled(
-    lane: Lane, attempts: tuple[Attempt, ...], elapsed: float, reason: str, waiting: str | None
+    lane: Lane,
+    attempts: tuple[Attempt, ...],
+    elapsed: float,
+    budget: float,
+    reason: str,
+    waiting: str | None,
 ) -> Stalled:
     """The stall verdict: the lane made no progress while the call waited."""
     message = f"lane {lane.name}: {reason}{_waiting(waiting)}"
-    return Stalled(message, **_facts(lane, attempts, elapsed))
+    return Stalled(message, **_facts(lane, attempts, elapsed, budget))
 
 
 def deadline_exceeded(
@@ -70,18 +120,20 @@ def deadline_exceeded(
         f"lane {lane.name}: deadline of {format_duration(budget)} passed after "
         f"{len(attempts)} attempt(s){_waiting(waiting)}"
     )
-    return DeadlineExceeded(
-        message, lane=lane.name, attempts=attempts, elapsed=elapsed, deadline=budget
-    )
+    return DeadlineExceeded(message, **_facts(lane, attempts, elapsed, budget))
 
 
-def _facts(lane: Lane, attempts: tuple[Attempt, ...], elapsed: float) -> dict[str, Any]:
-    return {
-        "lane": lane.name,
-        "attempts": attempts,
-        "elapsed": elapsed,
-        "deadline": lane.config.deadline,
-    }
+def _facts(
+    lane: Lane, attempts: tuple[Attempt, ...], elapsed: float, budget: float
+) -> dict[str, Any]:
+    deadline = budget if math.isfinite(budget) else None
+    return {"lane": lane.name, "attempts": attempts, "elapsed": elapsed, "deadline": deadline}
+
+
+def _ready_at(wall: float, seconds: float) -> str:
+    """When a wait of ``seconds`` from ``wall`` ends, as a UTC time of day."""
+    at = datetime.datetime.fromtimestamp(wall + seconds, tz=datetime.UTC)
+    return f"at {at:%H:%M:%S} UTC"
 
 
 def _waiting(waiting: str | None) -> str:

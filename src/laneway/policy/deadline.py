@@ -8,14 +8,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Deadline:
-    """The monotonic instant by which a call must have ended."""
+    """The monotonic instant by which a call must have ended, and the budget it gave.
+
+    ``budget`` is the call's whole allowance in seconds (the lane's deadline,
+    or the caller's when tighter), what errors report as the call's deadline.
+    """
 
     at: float
+    budget: float = math.inf
 
     @classmethod
     def after(cls, now: float, seconds: float | None) -> Deadline:
         """Return the deadline ``seconds`` from ``now`` (never, for ``None``)."""
-        return cls(math.inf if seconds is None else now + seconds)
+        if seconds is None:
+            return cls(math.inf)
+        return cls(now + seconds, seconds)
 
     def remaining(self, now: float) -> float:
         """Seconds left (negative once passed)."""

@@ -6,6 +6,13 @@ proportion to their ``weight``. A source that failed twice in this call
 yields to the first untried candidate whose health is at least half its own:
 unconditional yielding pushed calls onto known-bad sources.
 
+Two things move a source to the back whatever its rank: a timeout or a
+refused connection in this call (it is not tried again while another source
+can run), and a Retry-After mark another call received (this call has no
+claim on the source's time). After an error status the call goes back to
+the source it prefers, waiting its backoff or Retry-After there (``revisit``)
+rather than spilling onto a lower-ranked fallback.
+
 Planning never refuses a lane outright. When every source's breaker is open,
 the least recently failed source is tried anyway (panic): a breaker exists to
 shift load between sources, and a lane with nowhere to shift it must keep
@@ -19,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laneway.policy.health import HealthPolicy, Tier
-from laneway.policy.waits import Admit, Probe, Wait
+from laneway.policy.waits import ADMIT, Admit, Probe, Wait
 
 YIELD_AFTER_FAILURES = 2
 
@@ -29,8 +36,11 @@ class Candidate:
     """What selection knows about one source at the time of a pick.
 
     ``gate`` is the breaker's decision; ``blocked`` a local wait (a pushback
-    mark or a full concurrency limit); ``failures`` counts this call's own
-    failures on the source.
+    mark the lane honours, or a full concurrency limit); ``failures`` counts
+    this call's own failures on the source. ``revisit`` is this call's wait
+    before going back to a source that failed; ``set_aside`` marks a source
+    that timed out or refused the connection in this call; ``pushed_back`` a
+    Retry-After mark that only steers (the call will not wait for it).
     """
 
     name: str
@@ -41,6 +51,9 @@ class Candidate:
     blocked: Wait | None = None
     failures: int = 0
     last_failure: float | None = None
+    revisit: Wait | None = None
+    set_aside: bool = False
+    pushed_back: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +102,14 @@ def order(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) -
     position = {c.name: i for i, c in enumerate(candidates)}
     ranked = sorted(
         candidates,
-        key=lambda c: (health.tier(c.health), c.priority, -turns.standing(c), position[c.name]),
+        key=lambda c: (
+            c.set_aside,
+            c.pushed_back,
+            health.tier(c.health),
+            c.priority,
+            -turns.standing(c),
+            position[c.name],
+        ),
     )
     return _yield_after_failures(ranked)
 
@@ -102,7 +122,11 @@ def peers(chosen: str, candidates: Sequence[Candidate], health: HealthPolicy) ->
 
 
 def plan(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) -> Plan:
-    """The sources to try in order, and the waits of the others."""
+    """The sources to try in order, and the waits of the others.
+
+    Sources ranked below one the call waits to revisit are not tried: the
+    call waits for the source it prefers.
+    """
     tries: list[Try] = []
     waits: list[Wait] = []
     for candidate in order(candidates, turns, health):
@@ -110,6 +134,9 @@ def plan(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) ->
             waits.append(candidate.blocked)
         elif isinstance(candidate.gate, Wait):
             waits.append(candidate.gate)
+        elif candidate.revisit is not None:
+            waits.append(candidate.revisit)
+            return Plan(tuple(tries), tuple(waits))
         else:
             tries.append(Try(candidate.name, probe=isinstance(candidate.gate, Probe)))
     panic = panic_choice(candidates)
@@ -125,10 +152,55 @@ def panic_choice(candidates: Sequence[Candidate]) -> Candidate | None:
             return None
     if not candidates:
         return None
-    free = [c for c in candidates if c.blocked is None]
+    free = [c for c in candidates if c.blocked is None and c.revisit is None]
     if not free:
         return None
     return min(free, key=lambda c: -math.inf if c.last_failure is None else c.last_failure)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """One source of a lane as ``failing_walk`` sees it: its name and rank."""
+
+    name: str
+    priority: int = 0
+    weight: float = 1.0
+
+
+def failing_walk(
+    sources: Sequence[SourceSpec], attempts: int, health: HealthPolicy, *, set_aside: bool
+) -> list[str]:
+    """The sources a call's ``attempts`` go to when every one of them fails.
+
+    For a lane with no history and no Retry-After: each failure lowers the
+    source's health as a fresh failure does (``prior / (prior + failures)``)
+    and counts for this call; ``set_aside`` for timeouts and refused
+    connections, which move the source to the back.
+    """
+    failures = {source.name: 0 for source in sources}
+    turns = Turns()
+    walk: list[str] = []
+    for _ in range(attempts):
+        candidates = [_failing(s, failures[s.name], health, set_aside) for s in sources]
+        chosen = order(candidates, turns, health)[0].name
+        if len(candidates) > 1:
+            turns.took(chosen, peers(chosen, candidates, health))
+        walk.append(chosen)
+        failures[chosen] += 1
+    return walk
+
+
+def _failing(source: SourceSpec, failures: int, health: HealthPolicy, set_aside: bool) -> Candidate:
+    score = health.prior_weight / (health.prior_weight + failures)
+    return Candidate(
+        source.name,
+        score,
+        ADMIT,
+        source.priority,
+        source.weight,
+        failures=failures,
+        set_aside=set_aside and failures > 0,
+    )
 
 
 def _yield_after_failures(ranked: list[Candidate]) -> list[Candidate]:

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 UNTIL_RELEASE = math.inf
 """A wait that only a release (a freed slot) can end."""
+PUSHBACK = "pushback"
+"""The reason of a wait for a source's Retry-After to end."""
+BACKOFF = "backoff"
+"""The reason of a call's wait before going back to a source that failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +35,12 @@ class Wait:
 
     ``seconds`` is ``math.inf`` when only a release can end the wait (a full
     concurrency limit has no timer). ``reason`` names the gate, for errors and
-    counters.
+    counters; ``source`` the source waited for, when the wait is one source's.
     """
 
     seconds: float
     reason: str
+    source: str | None = None
 
 
 def soonest(waits: Iterable[Wait]) -> Wait | None:
@@ -47,4 +52,4 @@ def capped(wait: Wait, seconds: float) -> Wait:
     """``wait`` shortened to at most ``seconds`` (a check that must run by then)."""
     if seconds >= wait.seconds:
         return wait
-    return Wait(max(seconds, 0.0), wait.reason)
+    return Wait(max(seconds, 0.0), wait.reason, wait.source)

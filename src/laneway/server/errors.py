@@ -184,6 +184,8 @@ def _retry_after(exc: CallFailed) -> float | None:
     The engine raises its verdict while handling that attempt's
     ``AttemptFailure``, so the failure is the verdict's ``__context__``.
     """
+    if isinstance(exc, PushbackRefused) and exc.ready_in is not None:
+        return exc.ready_in
     failure = exc.__context__
     if isinstance(failure, AttemptFailure):
         return failure.retry_after

@@ -1,0 +1,90 @@
+"""`laneway check`'s request bound and walk order, held against the simulator's hit counts.
+
+Every lane of ``examples/laneway.yaml`` is pointed at an always-failing
+simulated upstream (a status the lane retries, with a 1 ms Retry-After so
+pushbacks apply too) and called once; the upstream requests counted by the
+simulator must be exactly what ``check`` prints, per source in the order it
+prints. Backoff is shortened to 1 ms: it changes when requests are made,
+not how many.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from laneway import Laneway
+from laneway.cli.check import failing_walks, lane_report
+from laneway.cli.main import main
+from laneway.config.load import load_config
+from laneway.config.models import BackoffConfig, LaneConfig
+from laneway.engine.lane import retry_policy
+from laneway.errors import CallFailed
+from laneway.sim import RunningSim
+from tests.engine.spy import sim_hits
+from tests.helpers import sim_url, unique_spec
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "laneway.yaml"
+EXAMPLE_CONFIG = load_config(EXAMPLE)[0]
+EXAMPLE_LANES = EXAMPLE_CONFIG.lanes
+
+
+def failing_status(lane: LaneConfig) -> int:
+    """A status the lane retries (a pushback status first), else 503."""
+    listed = [label for label in lane.retry_on if isinstance(label, int)]
+    pushback = [code for code in listed if code in (429, 503)]
+    return (pushback or listed or [503])[0]
+
+
+def failing_lane(sim: RunningSim, lane: LaneConfig) -> tuple[LaneConfig, list[str]]:
+    fault = f"status={failing_status(lane)},retry_after_ms=1"
+    specs = [unique_spec(fault) for _ in lane.sources]
+    sources = [
+        s.model_copy(update={"base_url": sim_url(sim, spec), "api_key": None})
+        for s, spec in zip(lane.sources, specs, strict=True)
+    ]
+    fast = BackoffConfig(kind="constant", base=0.001)
+    return lane.model_copy(update={"sources": sources, "backoff": fast}), specs
+
+
+async def call_once(lw: Laneway, name: str, lane: LaneConfig) -> CallFailed:
+    with pytest.raises(CallFailed) as err:
+        if lane.kind == "embed":
+            await lw.embed(name, ["a"])
+        else:
+            await lw.chat(name, [{"role": "user", "content": "hi"}])
+    return err.value
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_LANES))
+async def test_checks_request_bound_is_the_hit_count_of_a_failing_upstream(sim, name) -> None:
+    lane = EXAMPLE_LANES[name]
+    bound = int(lane_report(name, lane, {}).row[2])
+    failing, specs = failing_lane(sim, lane)
+    config = EXAMPLE_CONFIG.model_copy(update={"lanes": {name: failing}})
+    async with Laneway.from_settings(config, environ={}) as lw:
+        error = await call_once(lw, name, lane)
+    counts = [await sim_hits(sim, spec) for spec in specs]
+    assert sum(counts) == len(error.attempts) == bound
+    if len(lane.sources) > 1:
+        _, walk = failing_walks(lane, retry_policy(lane))[0]
+        assert [a.source for a in error.attempts] == walk
+        assert counts == [walk.count(n) for n in lane.source_names()]
+
+
+def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) -> None:
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        "lanes:\n  x:\n    retries: 3\n    max_pushbacks: 1\n"
+        "    retry_on: {503: 2, timeout: 1}\n"
+        "    sources:\n"
+        "      - {name: a, base_url: 'http://127.0.0.1:1/v1', model: m}\n"
+        "      - {name: b, base_url: 'http://127.0.0.1:1/v1', model: m, priority: 1}\n"
+    )
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "503 x2, timeout x1" in out
+    assert "requests x: at most 5 = 1 attempt + 3 retries + 1 pushback" in out
+    assert "walk x: on an error status: a, a, b" in out
+    assert "walk x: on a timeout or refused connection: a, b" in out
