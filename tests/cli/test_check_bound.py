@@ -88,3 +88,22 @@ def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) 
     assert "requests x: at most 5 = 1 attempt + 3 retries + 1 pushback" in out
     assert "walk x: on an error status: a, a, b" in out
     assert "walk x: on a timeout or refused connection: a, b" in out
+
+
+@pytest.mark.parametrize(
+    ("mode", "prefill", "bound"),
+    [("true", "true", 6), ("true", "false", 3), ("restart", "false", 6)],
+)
+def test_a_stream_continuation_counts_the_lanes_whole_policy_again(
+    tmp_path, capsys, mode: str, prefill: str, bound: int
+) -> None:
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        f"lanes:\n  x:\n    retries: 2\n    retry_on: [503]\n    continue_on_cut: {mode}\n"
+        "    sources:\n"
+        "      - {name: a, base_url: 'http://127.0.0.1:1/v1', model: m}\n"
+        f"      - {{name: b, base_url: 'http://127.0.0.1:1/v1', model: m, "
+        f"accepts_prefill: {prefill}}}\n"
+    )
+    assert main(["check", str(path)]) == 0
+    assert f"requests x: at most {bound} = " in capsys.readouterr().out

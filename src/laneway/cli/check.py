@@ -61,17 +61,27 @@ class RequestBound:
 def request_bound(lane: LaneConfig, policy: RetryPolicy) -> RequestBound:
     """The first attempt, retries, pushbacks, context moves, and stream continuations.
 
-    A continuation (``continue_on_cut``) is a new call on the prefill sources
-    not yet tried, with the lane's whole retry policy; a context move goes to
-    a source with a larger declared ``context_window``.
+    A continuation (``continue_on_cut``) is a new call, with the lane's whole
+    retry policy, on the sources not yet tried that may continue (those that
+    ``accepts_prefill``; any, with ``restart``); a context move goes to a
+    source with a larger declared ``context_window``.
     """
     windows = {s.context_window for s in lane.sources if s.context_window is not None}
     moves = max(len(windows) - 1, 0)
-    prefill = sum(1 for s in lane.sources if s.accepts_prefill)
-    continuations = prefill if lane.continue_on_cut and lane.kind == "chat" else 0
-    total = policy.most_requests(context_moves=moves, continuations=continuations)
+    total = policy.most_requests(context_moves=moves, continuations=_continuations(lane))
     retries = min(policy.retries, sum(policy.retry_on.values()))
-    return RequestBound(retries, policy.max_pushbacks, moves, continuations, total)
+    return RequestBound(retries, policy.max_pushbacks, moves, _continuations(lane), total)
+
+
+def _continuations(lane: LaneConfig) -> int:
+    """The most continuations of a cut stream: one per source that may take one."""
+    mode = lane.continue_on_cut
+    if lane.kind != "chat" or not mode:
+        return 0
+    takers = (
+        len(lane.sources) if mode == "restart" else sum(s.accepts_prefill for s in lane.sources)
+    )
+    return min(takers, len(lane.sources) - 1)
 
 
 def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list[str]]]:
