@@ -92,7 +92,7 @@ def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) 
 
 @pytest.mark.parametrize(
     ("mode", "prefill", "bound"),
-    [("true", "true", 6), ("true", "false", 3), ("restart", "false", 6)],
+    [("true", "true", 6), ("true", "false", 3), ("restart", "false", 6), ("restart", "true", 9)],
 )
 def test_a_stream_continuation_counts_the_lanes_whole_policy_again(
     tmp_path, capsys, mode: str, prefill: str, bound: int

@@ -135,12 +135,11 @@ def test_retry_after_on_other_statuses_is_not_pushback() -> None:
     assert isinstance(decide(RetryPolicy(max_pushbacks=2), status(500, retry_after=1.0)), GiveUp)
 
 
-def test_most_requests_counts_retries_pushbacks_and_continuations() -> None:
+def test_most_requests_counts_retries_pushbacks_and_context_moves() -> None:
     assert RetryPolicy().most_requests() == 1
     assert POLICY.most_requests() == 3
     assert RetryPolicy(retries=5, retry_on={"503": 1, "timeout": 1}).most_requests() == 3
     assert RetryPolicy(retries=2, retry_on=listed("503"), max_pushbacks=2).most_requests() == 5
-    assert POLICY.most_requests(continuations=1) == 6
     assert POLICY.most_requests(context_moves=1) == 4
 
 

@@ -32,11 +32,19 @@ class LaneReport:
 class RequestBound:
     """The most upstream requests one call of a lane can make, and what they are."""
 
+    once: int
+    """The requests of one run of the call loop (the call, or one continuation)."""
     retries: int
     pushbacks: int
     context_moves: int
     continuations: int
-    total: int
+    reasks: bool
+    """Whether a continuation's attempt may be asked again without its refused prefill."""
+
+    @property
+    def total(self) -> int:
+        """The call's run, then each continuation's (twice over with re-asks)."""
+        return self.once * (1 + self.continuations * (2 if self.reasks else 1))
 
     def describe(self) -> str:
         """``1 attempt + 2 retries + 1 pushback``, times the continuations when there are any."""
@@ -53,24 +61,30 @@ class RequestBound:
             return f"{once} (no retries or pushbacks declared)"
         if not self.continuations:
             return once
-        times = 1 + self.continuations
-        continued = _plural("stream continuation", self.continuations)
-        return f"({once}) x {times} ({self.continuations} {continued})"
+        times = self.total // self.once
+        continued = f"{self.continuations} {_plural('stream continuation', self.continuations)}"
+        if self.reasks:
+            continued += ", each attempt of one possibly asked again without its prefill"
+        return f"({once}) x {times} (the call and {continued})"
 
 
 def request_bound(lane: LaneConfig, policy: RetryPolicy) -> RequestBound:
     """The first attempt, retries, pushbacks, context moves, and stream continuations.
 
-    A continuation (``continue_on_cut``) is a new call, with the lane's whole
-    retry policy, on the sources not yet tried that may continue (those that
-    ``accepts_prefill``; any, with ``restart``); a context move goes to a
-    source with a larger declared ``context_window``.
+    A continuation (``continue_on_cut``) is a new run of the call loop, with
+    the lane's whole retry policy, on the sources not yet tried that may
+    continue (those that ``accepts_prefill``; any, with ``restart``, where a
+    prefill source that refuses the prefill is asked again without it); a
+    context move goes to a source with a larger declared ``context_window``.
     """
     windows = {s.context_window for s in lane.sources if s.context_window is not None}
     moves = max(len(windows) - 1, 0)
-    total = policy.most_requests(context_moves=moves, continuations=_continuations(lane))
-    retries = min(policy.retries, sum(policy.retry_on.values()))
-    return RequestBound(retries, policy.max_pushbacks, moves, _continuations(lane), total)
+    once = policy.most_requests(context_moves=moves)
+    continuations = _continuations(lane)
+    reasks = lane.continue_on_cut == "restart" and any(s.accepts_prefill for s in lane.sources)
+    return RequestBound(
+        once, policy.most_retries(), policy.max_pushbacks, moves, continuations, reasks
+    )
 
 
 def _continuations(lane: LaneConfig) -> int:

@@ -124,15 +124,13 @@ class RetryPolicy:
         """How many retries a failure of class ``label`` may spend in one call."""
         return min(self.retries, self.retry_on.get(label, 0))
 
-    def most_requests(self, *, context_moves: int = 0, continuations: int = 0) -> int:
-        """The most upstream requests one call can make.
+    def most_requests(self, *, context_moves: int = 0) -> int:
+        """The most upstream requests one run of the call loop can make.
 
         The first attempt, every retry (no more than the classes' counts add
-        up to), every pushback, every move to a larger ``context_window``, and
-        as many again for each stream continuation.
+        up to), every pushback, and every move to a larger ``context_window``.
         """
-        once = 1 + self._retries_bound() + self.max_pushbacks + context_moves
-        return once * (1 + continuations)
+        return 1 + self.most_retries() + self.max_pushbacks + context_moves
 
     def worst_case(self, attempt_timeout: float, deadline: float) -> float:
         """The longest wall time the schedule can take, capped by the deadline.
@@ -140,13 +138,13 @@ class RetryPolicy:
         Each wait is the backoff, or a Retry-After up to ``max_pushback_wait``
         when that is longer.
         """
-        ceilings = [self.backoff.ceiling(n) for n in range(1, self._retries_bound() + 1)]
+        ceilings = [self.backoff.ceiling(n) for n in range(1, self.most_retries() + 1)]
         waits = [max(c, self.max_pushback_wait) for c in ceilings]
         waits += [self.max_pushback_wait] * self.max_pushbacks
         total = attempt_timeout * (1 + len(waits)) + sum(waits)
         return min(total, deadline)
 
-    def _retries_bound(self) -> int:
+    def most_retries(self) -> int:
         """The most retries one call can spend: ``retries``, or what the counts add up to."""
         return min(self.retries, sum(self.retry_on.values()))
 
