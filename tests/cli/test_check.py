@@ -69,4 +69,4 @@ def test_warns_when_sources_differ_in_what_they_can_carry(tmp_path, capsys) -> N
     assert (
         "x: sources differ in what they can carry: spare cannot carry n > 1, seed, logprobs" in out
     )
-    assert "main cannot carry" not in out and "same:" not in out
+    assert "main cannot carry" not in out and "same: sources differ" not in out

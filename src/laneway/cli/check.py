@@ -155,7 +155,7 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
         format_duration(worst),
     ]
     notes = [f"requests {name}: at most {bound.total} = {bound.describe()}"]
-    if len(lane.sources) > 1:
+    if len(lane.sources) > 1 and policy.most_retries():
         walks = failing_walks(lane, policy)
         notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
     return LaneReport(name, row, _warnings(name, lane, environ, worst), notes)
