@@ -90,6 +90,13 @@ def whole(answer: Answer, *whose: str) -> bool:
     )
 
 
+async def test_one_429_with_retry_after_waits_for_the_primary(sim, refused_port) -> None:
+    (answer,), hits = await run_row(sim, "retry_after_once", refused_port)
+    assert whole(answer, PRIMARY) and answer.usage == ONE_ANSWER
+    assert hits == Hits(primary=2, fallback=0)
+    assert 2 * SCALE <= answer.elapsed < 2 * SCALE + SLACK
+
+
 async def test_429_every_time_ends_on_the_fallback(sim, refused_port) -> None:
     (answer,), hits = await run_row(sim, "rate_limited_always", refused_port)
     assert whole(answer, FALLBACK) and answer.usage == ONE_ANSWER
@@ -114,6 +121,22 @@ async def test_connection_refused_moves_to_the_fallback_at_once(sim, refused_por
     assert whole(answer, FALLBACK) and answer.usage == ONE_ANSWER
     assert hits == Hits(primary=None, fallback=1)
     assert answer.elapsed < SLACK
+
+
+async def test_no_headers_moves_to_the_fallback_at_first_byte_timeout(sim, refused_port) -> None:
+    (answer,), hits = await run_row(sim, "no_headers", refused_port)
+    assert whole(answer, FALLBACK) and answer.usage == ONE_ANSWER
+    assert hits == Hits(primary=1, fallback=1)
+    assert 10 * SCALE <= answer.elapsed < 10 * SCALE + SLACK
+
+
+async def test_slow_first_token_moves_to_the_fallback_at_first_byte_timeout(
+    sim, refused_port
+) -> None:
+    (answer,), hits = await run_row(sim, "slow_first_token", refused_port)
+    assert whole(answer, FALLBACK) and answer.usage == ONE_ANSWER
+    assert hits == Hits(primary=1, fallback=1)
+    assert 10 * SCALE <= answer.elapsed < 10 * SCALE + SLACK
 
 
 async def test_stream_cut_continues_on_the_fallback_with_a_prefill(sim, refused_port) -> None:
