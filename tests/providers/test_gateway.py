@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 from openai import OpenAI
-from openai.types.chat import ChatCompletionMessageParam
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+from pydantic import BaseModel
 
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
@@ -57,3 +58,39 @@ def test_sdk_reads_a_native_stream(gw, lane: str) -> None:
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     usage = [c.usage for c in chunks if c.usage is not None]
     assert len(usage) == 1 and usage[0].completion_tokens == 9
+
+
+class Forecast(BaseModel):
+    city: str
+    days: int
+
+
+TOOLS: list[ChatCompletionToolParam] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("lane", NATIVE)
+def test_sdk_parse_reads_a_native_json_answer(gw, lane: str) -> None:
+    with client(gw) as sdk:
+        answer = sdk.chat.completions.parse(model=lane, messages=HELLO, response_format=Forecast)
+    assert answer.choices[0].message.parsed == Forecast(city="sim", days=1)
+
+
+@pytest.mark.parametrize("lane", NATIVE)
+def test_sdk_stream_helper_assembles_native_tool_calls(gw, lane: str) -> None:
+    with (
+        client(gw) as sdk,
+        sdk.chat.completions.stream(model=lane, messages=HELLO, tools=TOOLS) as stream,
+    ):
+        final = stream.get_final_completion()
+    (call,) = final.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert call.function.arguments == '{"city":"sim"}'
+    assert final.choices[0].finish_reason == "tool_calls"
