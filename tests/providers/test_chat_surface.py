@@ -19,7 +19,16 @@ from laneway.accounting.rates import override_rate
 from laneway.errors import RequestInvalid, UpstreamRejected
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
-from tests.providers.support import ANTHROPIC, GEMINI, WIRES, Wire, config, hits
+from tests.providers.support import (
+    ANTHROPIC,
+    AZURE,
+    GEMINI,
+    OPENAI,
+    WIRES,
+    Wire,
+    config,
+    hits,
+)
 
 HI = [{"role": "user", "content": "What is the weather in Paris?"}]
 WEATHER = {
@@ -188,14 +197,37 @@ async def test_reasoning_effort_and_its_tokens(sim, native) -> None:
     assert answer.usage.reasoning_tokens == expected
 
 
-async def test_n_is_refused_on_native_formats(sim, native) -> None:
+async def test_n_is_refused_on_anthropic(sim) -> None:
     spec = unique_spec("ok")
-    async with Laneway.from_settings(config(sim, native, spec), environ={}) as lw:
+    async with Laneway.from_settings(config(sim, ANTHROPIC, spec), environ={}) as lw:
         with pytest.raises(RequestInvalid) as err:
             await lw.chat("lane", HI, n=2)
         assert (await lw.chat("lane", HI, n=1)).content
     assert err.value.field == "n"
     assert await hits(sim, spec) == 1
+
+
+@pytest.mark.parametrize("wire", [OPENAI, AZURE, GEMINI], ids=lambda w: w.name)
+async def test_n_choices(sim, wire) -> None:
+    async with lane(sim, wire) as lw:
+        answer = await lw.chat("lane", HI, n=3)
+    choices = answer.raw["choices"]
+    assert [c["index"] for c in choices] == [0, 1, 2]
+    assert {c["message"]["content"] for c in choices} == {"sim answer w2 w3 w4"}
+    assert answer.usage.completion_tokens == 15
+
+
+async def test_gemini_streams_every_candidate(sim) -> None:
+    async with lane(sim, GEMINI) as lw:
+        chat = lw.chat_stream("lane", HI, n=2, tools=[WEATHER])
+        chunks = [chunk async for chunk in chat]
+    deltas = [
+        (choice["index"], call["index"], call["function"]["name"])
+        for c in chunks
+        for choice in (c.raw or {}).get("choices") or []
+        for call in (choice.get("delta") or {}).get("tool_calls") or []
+    ]
+    assert deltas == [(0, 0, "get_weather"), (1, 0, "get_weather")]
 
 
 async def test_provider_namespace_reaches_its_own_provider_only(sim, wire) -> None:

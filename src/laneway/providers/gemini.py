@@ -7,7 +7,8 @@ OpenAI-compatible surface drops. The key travels in ``x-goog-api-key``, never
 in the URL, so a URL can be shown or logged. Requests are translated by
 ``laneway.providers.gemini_request``; ``functionCall`` parts come back as
 OpenAI tool calls (ids made up where Gemini gives none, ``finish_reason:
-tool_calls``), thought parts as reasoning.
+tool_calls``), thought parts as reasoning, each of ``candidateCount``
+candidates (OpenAI's ``n``) as a choice.
 
 Gemini's JSON is proto3, which leaves out counts of zero: inside a present
 ``usageMetadata`` a missing count is 0, while a missing ``usageMetadata`` (or
@@ -67,6 +68,8 @@ class _Candidate:
     finish_reason: str | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
     """The ``functionCall`` parts, each with its ``thoughtSignature`` if any."""
+    index: int = 0
+    """Which of ``candidateCount`` answers this is (OpenAI's choice index)."""
 
 
 class GeminiProvider:
@@ -98,19 +101,17 @@ class GeminiProvider:
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
         data = load_json(response.body, "chat answer")
-        candidate = _candidate(data, strict=True)
         usage = gemini_usage(data.get("usageMetadata"))
-        calls = [_tool_call(call, _call_id(call)) for call in candidate.calls]
-        result = ChatResult(
-            content=candidate.content,
-            usage=usage,
-            model=str(data.get("modelVersion") or self.model),
-            finish_reason=_calls_finish(candidate.finish_reason, bool(calls)),
-            reasoning_content=candidate.reasoning or None,
-            reasoning=reasoning_of(bool(candidate.reasoning), usage),
-            tool_calls=calls,
-        )
-        result.raw = openai_completion(result, data.get("responseId"), wall_now)
+        model = str(data.get("modelVersion") or self.model)
+        candidates = _candidates(data, strict=True)
+        results = [_result(candidate, usage, model) for candidate in candidates]
+        answer_id = data.get("responseId")
+        result = results[0]
+        result.raw = openai_completion(result, answer_id, wall_now)
+        result.raw["choices"] = [
+            {**openai_completion(r, answer_id, wall_now)["choices"][0], "index": c.index}
+            for r, c in zip(results, candidates, strict=True)
+        ]
         return result
 
     def stream_parser(self) -> GeminiEvents:
@@ -168,37 +169,49 @@ class GeminiEvents:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.calls = 0
+        self.calls: dict[int, int] = {}
+        """Tool calls sent so far, per candidate."""
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
-        """Parse one stream chunk; the one with ``finishReason`` carries the usage."""
+        """Parse one stream chunk; the one with ``finishReason`` carries the usage.
+
+        Every candidate becomes a choice of the chunk; the first one's text
+        is the chunk's content (what the engine follows).
+        """
         event = load_event(data)
         if "error" in event:
             raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
-        candidate = _candidate(event, strict=False)
-        final = gemini_usage(event.get("usageMetadata")) if candidate.finish_reason else NO_USAGE
+        candidates = _candidates(event, strict=False)
+        first = candidates[0]
+        final = gemini_usage(event.get("usageMetadata")) if first.finish_reason else NO_USAGE
         usage = final if final.known else None
+        choices = [self._choice(candidate) for candidate in candidates]
+        model = event.get("modelVersion") or self.model
+        raw = openai_chunk({}, usage=usage, answer_id=event.get("responseId"), model=model)
+        raw["choices"] = choices
+        finish = choices[0]["finish_reason"]
+        return ChatChunk(first.content, first.reasoning, finish, usage, model, raw)
+
+    def _choice(self, candidate: _Candidate) -> dict[str, Any]:
         delta: dict[str, Any] = {"content": candidate.content} if candidate.content else {}
         if candidate.reasoning:
             delta["reasoning_content"] = candidate.reasoning
         if candidate.calls:
-            delta["tool_calls"] = [self._delta(call) for call in candidate.calls]
-        finish = _calls_finish(candidate.finish_reason, self.calls > 0)
-        model = event.get("modelVersion") or self.model
-        raw = openai_chunk(
-            delta, finish_reason=finish, usage=usage, answer_id=event.get("responseId"), model=model
-        )
-        return ChatChunk(candidate.content, candidate.reasoning, finish, usage, model, raw)
+            delta["tool_calls"] = [self._delta(candidate.index, call) for call in candidate.calls]
+        called = self.calls.get(candidate.index, 0) > 0
+        finish = _calls_finish(candidate.finish_reason, called)
+        return {"index": candidate.index, "delta": delta, "finish_reason": finish}
 
-    def _delta(self, call: dict[str, Any]) -> dict[str, Any]:
+    def _delta(self, index: int, call: dict[str, Any]) -> dict[str, Any]:
         whole = _tool_call(call, _call_id(call))
         function = whole["function"]
+        number = self.calls.get(index, 0)
         delta = tool_call_delta(
-            self.calls, function["arguments"], call_id=whole["id"], name=function["name"]
+            number, function["arguments"], call_id=whole["id"], name=function["name"]
         )["tool_calls"][0]
         if "extra_content" in whole:
             delta["extra_content"] = whole["extra_content"]
-        self.calls += 1
+        self.calls[index] = number + 1
         return dict(delta)
 
 
@@ -229,19 +242,41 @@ def embed_usage(meta: object) -> Usage:
     return Usage(prompt_tokens=prompt, total_tokens=total or prompt, source="provider")
 
 
-def _candidate(data: dict[str, Any], *, strict: bool) -> _Candidate:
+def _result(candidate: _Candidate, usage: Usage, model: str) -> ChatResult:
+    """One candidate as a complete answer (the usage is the whole response's)."""
+    calls = [_tool_call(call, _call_id(call)) for call in candidate.calls]
+    return ChatResult(
+        content=candidate.content,
+        usage=usage,
+        model=model,
+        finish_reason=_calls_finish(candidate.finish_reason, bool(calls)),
+        reasoning_content=candidate.reasoning or None,
+        reasoning=reasoning_of(bool(candidate.reasoning), usage),
+        tool_calls=calls,
+    )
+
+
+def _candidates(data: dict[str, Any], *, strict: bool) -> list[_Candidate]:
+    """Every candidate, in order; a blocked prompt is one ``content_filter`` candidate."""
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
         blocked = (data.get("promptFeedback") or {}).get("blockReason")
         if blocked:
-            return _Candidate(finish_reason="content_filter")
+            return [_Candidate(finish_reason="content_filter")]
         if strict:
             raise AttemptFailure("malformed", "chat answer has no candidates")
-        return _Candidate()
-    first = candidates[0] if isinstance(candidates[0], dict) else {}
+        return [_Candidate()]
+    return [
+        _candidate(c if isinstance(c, dict) else {}, position)
+        for position, c in enumerate(candidates)
+    ]
+
+
+def _candidate(first: dict[str, Any], position: int) -> _Candidate:
     parts = [p for p in (first.get("content") or {}).get("parts") or [] if isinstance(p, dict)]
     texts = [(p.get("thought") is True, p["text"]) for p in parts if isinstance(p.get("text"), str)]
     reason = first.get("finishReason")
+    index = first.get("index")
     calls = [
         {**p["functionCall"], "thoughtSignature": p.get("thoughtSignature")}
         for p in parts
@@ -252,6 +287,7 @@ def _candidate(data: dict[str, Any], *, strict: bool) -> _Candidate:
         reasoning="".join(text for thought, text in texts if thought),
         finish_reason=_FINISH.get(reason, str(reason).lower()) if reason else None,
         calls=calls,
+        index=index if isinstance(index, int) else position,
     )
 
 

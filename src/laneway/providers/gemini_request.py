@@ -50,6 +50,7 @@ _GENERATION = {
     "seed": "seed",
     "presence_penalty": "presencePenalty",
     "frequency_penalty": "frequencyPenalty",
+    "n": "candidateCount",
 }
 _HANDLED = TRANSLATED | set(_GENERATION)
 _MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY", "named": "ANY"}

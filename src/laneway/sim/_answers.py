@@ -97,6 +97,8 @@ class Completion:
     """Prompt tokens read from the prompt cache (see `_cache`)."""
     cache_write_tokens: int = 0
     """Prompt tokens written to the prompt cache (Anthropic's marked prefixes only)."""
+    choices: int = 1
+    """How many alike answers were asked for (`n`, Gemini's `candidateCount`)."""
 
     @property
     def finish_reason(self) -> str:
@@ -111,8 +113,8 @@ class Completion:
 
     def usage(self) -> dict[str, Any]:
         """Token usage; reasoning tokens count as completion tokens, as OpenAI counts them."""
-        reasoning_tokens = len(self.reasoning_pieces)
-        completion_tokens = self.answer_tokens + reasoning_tokens
+        reasoning_tokens = len(self.reasoning_pieces) * self.choices
+        completion_tokens = self.answer_tokens * self.choices + reasoning_tokens
         usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -158,7 +160,16 @@ def plan_completion(
         with_usage=not behaviour.nousage,
         tool_calls=calls,
         stopped=kept != pieces,
+        choices=_choices(request),
     )
+
+
+def _choices(request: Request) -> int:
+    """`n`, for answers the sim writes whole (its OpenAI stream script has one choice)."""
+    if request.get("stream") is True:
+        return 1
+    count = request.get("n")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
 
 
 def _pieces(behaviour: Behaviour, request: Request) -> tuple[str, ...]:
@@ -227,13 +238,16 @@ def chat_reply(completion: Completion) -> Reply:
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in completion.tool_calls
         ]
-    choice = {"index": 0, "message": message, "finish_reason": completion.finish_reason}
+    choices = [
+        {"index": index, "message": message, "finish_reason": completion.finish_reason}
+        for index in range(completion.choices)
+    ]
     payload: dict[str, Any] = {
         "id": completion.id,
         "object": "chat.completion",
         "created": completion.created,
         "model": completion.model,
-        "choices": [choice],
+        "choices": choices,
     }
     if completion.with_usage:
         payload["usage"] = completion.usage()

@@ -93,6 +93,8 @@ def _chat_request(model: str, body: Request) -> Request:
         messages.extend(_turn(content, calls))
     request: Request = {"model": model, "messages": messages}
     config = body.get("generationConfig") or {}
+    if config.get("candidateCount"):
+        request["n"] = config["candidateCount"]
     if config.get("stopSequences"):
         request["stop"] = config["stopSequences"]
     if config.get("responseMimeType") == "application/json":
@@ -141,7 +143,8 @@ def _usage(completion: Completion, final: bool) -> dict[str, int]:
     prompt = completion.prompt_tokens
     if not final:
         return {"promptTokenCount": prompt, "totalTokenCount": prompt}
-    answer, thoughts = completion.answer_tokens, len(completion.reasoning_pieces)
+    answer = completion.answer_tokens * completion.choices
+    thoughts = len(completion.reasoning_pieces) * completion.choices
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": answer}
     usage.update(totalTokenCount=prompt + answer + thoughts, thoughtsTokenCount=thoughts)
     usage["cachedContentTokenCount"] = completion.cached_tokens
@@ -149,10 +152,13 @@ def _usage(completion: Completion, final: bool) -> dict[str, int]:
 
 
 def _response(completion: Completion, parts: list[dict[str, Any]], final: bool) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
-    if final:
-        candidate["finishReason"] = "STOP"
-    payload: dict[str, Any] = {"candidates": [candidate]}
+    candidates: list[dict[str, Any]] = []
+    for index in range(completion.choices):
+        candidate = {"content": {"parts": parts, "role": "model"}, "index": index}
+        if final:
+            candidate["finishReason"] = "STOP"
+        candidates.append(candidate)
+    payload: dict[str, Any] = {"candidates": candidates}
     if completion.with_usage:
         payload["usageMetadata"] = _usage(completion, final)
     payload["modelVersion"] = completion.model
