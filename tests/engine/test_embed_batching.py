@@ -244,6 +244,5 @@ def test_split_keeps_order() -> None:
 
 def test_batch_fields_belong_to_embed_lanes() -> None:
     with pytest.raises(ValidationError, match="max_batch_items applies to embed lanes only"):
-        LanewayConfig.model_validate(
-            {"lanes": {"c": {"max_batch_items": 8, "sources": [{"base_url": "x", "model": "m"}]}}}
-        )
+        source = {"base_url": "http://x", "model": "m"}
+        LanewayConfig.model_validate({"lanes": {"c": {"max_batch_items": 8, "sources": [source]}}})

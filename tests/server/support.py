@@ -23,6 +23,8 @@ from laneway.core.records import CallObserver, CallRecord
 from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.server import Gateway, uvicorn_config
+from laneway.server.protocol import ConnectionLimits
+from laneway.server.run import connection_limits
 from laneway.sim import RunningSim
 from tests.helpers import sim_url
 
@@ -60,14 +62,15 @@ def serve_gateway(
     """Serve ``settings`` on 127.0.0.1 and a free port until the block ends."""
     env = dict(environ or {})
     engine = Engine(settings, env, AiohttpTransport(), observers=observers)
-    with serve_app(Gateway(engine, env)) as running:
+    with serve_app(Gateway(engine, env), connection_limits(settings.server)) as running:
         yield running
 
 
 @contextmanager
-def serve_app(gateway: Gateway) -> Iterator[RunningGateway]:
+def serve_app(gateway: Gateway, limits: ConnectionLimits | None = None) -> Iterator[RunningGateway]:
     """Serve a built ``gateway`` (lifespan included) until the block ends."""
-    server = uvicorn.Server(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
+    settings = uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0, limits=limits)
+    server = uvicorn.Server(settings)
     thread = threading.Thread(target=server.run, name="laneway-gateway", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

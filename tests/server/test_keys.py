@@ -72,14 +72,21 @@ async def test_models_lists_the_lanes_of_the_key(gw, http) -> None:
         assert response.status == 401
 
 
-async def test_health_needs_no_key_and_readyz_names_unusable_keys(gw, http) -> None:
-    async with http.get(f"{gw.url}/healthz") as response:
-        assert response.status == 200
-    async with http.get(f"{gw.url}/readyz") as response:
+async def test_health_needs_no_key_and_readyz_details_need_a_scraping_key(gw, http) -> None:
+    """Anyone learns ready or not; lane, key and variable names only a key for every lane."""
+    for method in ("GET", "HEAD"):
+        async with http.request(method, f"{gw.url}/healthz") as response:
+            assert response.status == 200
+    for headers in ({}, bearer("key-only-a"), bearer("key-wrong")):
+        async with http.get(f"{gw.url}/readyz", headers=headers) as response:
+            assert response.status == 200
+            assert await response.json() == {"ready": True}
+    async with http.get(f"{gw.url}/readyz", headers=bearer("key-all")) as response:
         ready = await response.json()
         assert response.status == 200
     (problem,) = ready["key_problems"]
     assert "LANEWAY_TEST_KEY_UNSET" in problem and "key-all" not in problem
+    assert set(ready["lanes"]) == {"a", "b"}
 
 
 def test_openai_sdk_sends_its_key_as_bearer(gw) -> None:

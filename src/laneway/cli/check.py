@@ -13,6 +13,7 @@ from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, failing_walk
 from laneway.providers.limits import limits_of
+from laneway.server.keys import KeyRing
 
 SET_ASIDE_LABELS = ("timeout", "connect")
 """The ``retry_on`` classes after which a source is set aside for the call."""
@@ -197,9 +198,7 @@ def _warnings(name: str, lane: LaneConfig, environ: Mapping[str, str], worst: fl
         )
     if lane.per_attempt > lane.deadline:
         out.append(f"{name}: attempt_timeout is longer than the deadline; the deadline cuts it")
-    built = build_lane(name, lane, environ)
-    out.extend(f"{name}: {p}" for p in built.problems)
-    out.extend(expressiveness_warnings(built))
+    out.extend(expressiveness_warnings(build_lane(name, lane, environ)))
     return out
 
 
@@ -225,13 +224,31 @@ def expressiveness_warnings(lane: Lane) -> list[str]:
 
 
 def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list[str]]:
-    """The table and the warnings for every lane."""
+    """The table and the warnings for every lane, then for every unset variable."""
     reports = [lane_report(n, lane, environ) for n, lane in config.lanes.items()]
     rows = [HEADER, *(r.row for r in reports)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines += [note for r in reports for note in r.notes]
-    return "\n".join(line.rstrip() for line in lines), [w for r in reports for w in r.warnings]
+    warnings = [w for r in reports for w in r.warnings]
+    return "\n".join(line.rstrip() for line in lines), warnings + variable_warnings(config, environ)
+
+
+def variable_warnings(config: LanewayConfig, environ: Mapping[str, str]) -> list[str]:
+    """Every variable the config names that is unset: each source's key, each server key.
+
+    A source is listed even when its lane has another that runs: the lane
+    works, but never on that source.
+    """
+    out = [
+        f"{name}: {problem}"
+        for name, lane in config.lanes.items()
+        for source in build_lane(name, lane, environ).sources
+        for problem in source.problems
+    ]
+    keys = KeyRing(config.server.keys, list(config.lanes), environ)
+    out.extend(f"server.keys: {problem}" for problem in keys.problems)
+    return out
 
 
 def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str]]:

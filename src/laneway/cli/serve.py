@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import logging
 import os
 import shutil
 import signal
@@ -39,6 +40,8 @@ from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
+from laneway.server.protocol import CONNECTIONS
+from laneway.server.run import LOG_CONFIG, connection_limits
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
 
 DEFAULT_CONFIG = "laneway.yaml"
@@ -49,6 +52,8 @@ GET_A_CONFIG = """To get one:
   laneway serve --demo                  demo lanes on a built-in simulator, no keys needed
   laneway serve --config PATH           a config elsewhere
   examples/laneway.yaml                 an annotated example to copy (in the repository)"""
+
+log = logging.getLogger("laneway.serve")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -129,9 +134,19 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     if args.workers > 1:
         os.environ[CONFIG_ENV] = str(path.absolute())  # workers inherit the environment
     else:
-        app = build_gateway(config, environ, config_dir(path))
+        try:
+            app = build_gateway(config, environ, config_dir(path))
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     settings = uvicorn_config(
-        app, host=host, port=port, drain_timeout=config.server.drain_timeout, workers=args.workers
+        app,
+        host=host,
+        port=port,
+        drain_timeout=config.server.drain_timeout,
+        workers=args.workers,
+        limits=connection_limits(config.server, args.workers),
+        log_config=LOG_CONFIG,
     )
     sock = settings.bind_socket()
     sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
@@ -176,15 +191,35 @@ def _run(settings: uvicorn.Config, sock: socket.socket) -> None:
     """Serve on ``sock`` (one process, or a supervisor and its workers) until stopped."""
     try:
         if settings.workers > 1:
-            Multiprocess(settings, sockets=[sock]).run()
+            Supervisor(settings, sockets=[sock]).run()
         else:
+            signal.signal(signal.SIGHUP, _ignore_hangup)
             uvicorn.Server(settings).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
 
 
+HANGUP_IGNORED = (
+    "SIGHUP ignored: laneway serve has no reload; calls in flight go on "
+    "(restart the process to apply a changed config)"
+)
+
+
+def _ignore_hangup(signum: int, frame: object) -> None:
+    log.warning(HANGUP_IGNORED)
+
+
+class Supervisor(Multiprocess):
+    """uvicorn's worker supervisor, except that SIGHUP restarts no worker (see ``_run``)."""
+
+    def handle_hup(self) -> None:
+        """Log and carry on: a restart would cut the workers' calls in flight."""
+        log.warning(HANGUP_IGNORED)
+
+
 def worker_app() -> Gateway:
     """Build one worker's gateway from the config file ``laneway serve`` named."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor logs it; see Supervisor
     path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
     config, environ = load_config(path)
     return build_gateway(config, environ, config_dir(path))
@@ -200,6 +235,7 @@ def build_gateway(config: LanewayConfig, environ: Mapping[str, str], base_dir: P
     pricer = Pricer.for_lanes(config.lanes)
     writer = writer_for(config.telemetry, base_dir, pricer.cost)
     metrics = Metrics(pricer.cost)
+    metrics.watch_connections(CONNECTIONS)
     observers: list[CallObserver] = [metrics]
     if writer is not None:
         metrics.watch_queue(writer)

@@ -6,8 +6,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from laneway.core.units import parse_duration, parse_size
 
@@ -17,6 +25,35 @@ RetryClass = Literal["timeout", "connect", "empty", "cut"]
 RetryLabel = int | RetryClass
 RetryCount = Annotated[int, Field(ge=1, le=20)]
 REJECTION_CODES = frozenset({400, 401, 403, 404, 422})
+
+_NETWORK_SCHEMES = frozenset({"http", "https", "redis", "rediss", "postgresql", "postgres"})
+
+
+def network_url(url: str) -> str:
+    """``url`` if it is well formed: a host for network schemes, a port in 1-65535.
+
+    Checked where the config is read, so ``laneway check`` and ``laneway
+    serve`` refuse a bad URL with the same message, before anything connects.
+    """
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{url!r}: the port must be a number from 1 to 65535") from None
+    if parts.scheme in _NETWORK_SCHEMES and not parts.hostname:
+        raise ValueError(f"{url!r}: names no host")
+    if port == 0:
+        raise ValueError(f"{url!r}: the port must be a number from 1 to 65535")
+    return url
+
+
+def _maybe_network_url(url: str) -> str:
+    """A path or ``none`` passes as it is; a URL with a scheme is checked (``network_url``)."""
+    return network_url(url) if "://" in url else url
+
+
+NetworkUrl = Annotated[str, AfterValidator(network_url)]
+MaybeNetworkUrl = Annotated[str, AfterValidator(_maybe_network_url)]
 
 _ENV_REF = re.compile(r"^(?:os\.environ/([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
@@ -116,14 +153,14 @@ class BreakerConfig(Strict):
 class StateConfig(Strict):
     """Where admission state lives: in the process (no ``url``) or shared through Redis."""
 
-    url: str | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
+    url: NetworkUrl | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
 
 
 class SourceConfig(Strict):
     """One upstream a lane can call."""
 
     provider: Literal["openai", "azure", "gemini", "anthropic"] = "openai"
-    base_url: str
+    base_url: NetworkUrl = Field(pattern=r"^https?://")
     model: str
     """The model id; on ``azure`` sources, the deployment name."""
     max_tokens: int | None = Field(default=None, gt=0)
@@ -188,6 +225,9 @@ _KIND_ONLY: dict[str, tuple[str, ...]] = {
     "max_response_bytes": ("embed",),
     "batch_concurrency": ("embed",),
     "embed_cache": ("embed",),
+    "max_inputs": ("embed",),
+    "max_input_bytes": ("embed",),
+    "max_answer_bytes": ("embed",),
     "cache": ("chat", "ocr"),
 }
 """Lane fields that act on some kinds only; setting one elsewhere is an error."""
@@ -219,6 +259,13 @@ class LaneConfig(Strict):
     max_response_bytes: Size = Field(default=32 * 1024 * 1024, ge=1024)
     batch_concurrency: int = Field(default=4, ge=1, le=64)
     embed_cache: bool = False
+    max_inputs: int = Field(default=2048, ge=1)
+    """Texts one embeddings request may hold (OpenAI's own limit); more is a 413."""
+    max_input_bytes: Size = Field(default=2 * 1024 * 1024, ge=1)
+    """UTF-8 bytes of all the texts of one embeddings request; more is a 413."""
+    max_answer_bytes: Size = Field(default=64 * 1024 * 1024, ge=1024)
+    """The whole embeddings answer, estimated before any upstream call when the vector
+    length is known (the lane's ``dimensions`` or the request's); more is a 413."""
     cache: ChatCacheConfig = Field(default_factory=ChatCacheConfig)
     sources: list[SourceConfig] = Field(min_length=1)
 
@@ -305,6 +352,12 @@ class KeyConfig(Strict):
         return self
 
 
+class CorsConfig(Strict):
+    """Web pages allowed to call the gateway: their origins (``https://app.example``)."""
+
+    origins: list[Annotated[str, Field(pattern=r"^https?://[^/]+$")]] = Field(min_length=1)
+
+
 class ServerConfig(Strict):
     """``laneway serve`` settings."""
 
@@ -314,6 +367,21 @@ class ServerConfig(Strict):
     keys: list[KeyConfig] = Field(default_factory=list)
     drain_timeout: Duration = 10.0
     deadline_margin: Duration = 0.05
+    header_timeout: Duration = Field(default=10.0, gt=0)
+    """A connection's request head must be complete this long after it opened (or went idle)."""
+    body_timeout: Duration = Field(default=60.0, gt=0)
+    """A request's whole body must have arrived this long after its head."""
+    keepalive_timeout: Duration = Field(default=5.0, gt=0)
+    """An idle keep-alive connection is closed after this long without a new request."""
+    max_header_bytes: Size = Field(default=64 * 1024, ge=1024)
+    max_headers: int = Field(default=100, ge=8)
+    max_connections: int | None = Field(default=None, ge=1)
+    """Open client connections (all workers together); unset: half the file-descriptor limit,
+    at most 4096."""
+    cors: CorsConfig | None = None
+    """Without it, a request carrying an ``Origin`` header (a web page's) is refused."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names a keyless gateway answers besides IP literals, ``localhost`` and ``host``."""
 
 
 def _telemetry_url(value: object) -> object:
@@ -329,7 +397,7 @@ class TelemetryConfig(Strict):
     record nothing.
     """
 
-    url: Annotated[str, BeforeValidator(_telemetry_url)] = "laneway.sqlite3"
+    url: Annotated[MaybeNetworkUrl, BeforeValidator(_telemetry_url)] = "laneway.sqlite3"
     queue_size: int = Field(default=10_000, ge=1)
     batch_size: int = Field(default=200, ge=1)
     flush_interval: Duration = Field(default=1.0, gt=0)
@@ -344,7 +412,7 @@ class CacheConfig(Strict):
     memory when the config came from no file). Opened only when used.
     """
 
-    url: str | None = Field(default=None, min_length=1)
+    url: MaybeNetworkUrl | None = Field(default=None, min_length=1)
 
 
 class LanewayConfig(Strict):

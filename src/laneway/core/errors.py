@@ -5,6 +5,7 @@ The tree::
     LanewayError
     ├─ ConfigError              the configuration is wrong (named key and place)
     ├─ RequestInvalid           the caller's input is wrong (named field)
+    │  └─ RequestTooLarge       the input is over a size bound (named field and setting)
     ├─ UnknownLane              no lane of that name (lists the lanes there are)
     ├─ LaneNotReady             the lane cannot run (e.g. its key variable is unset)
     └─ CallFailed               a call ended without a result; ``attempts`` says why
@@ -48,6 +49,10 @@ class RequestInvalid(LanewayError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class RequestTooLarge(RequestInvalid):
+    """The caller's input is over a configured bound (an HTTP 413); ``field`` names it."""
 
 
 class UnknownLane(LanewayError):

@@ -108,6 +108,10 @@ def stalled(
     return Stalled(message, **_facts(lane, attempts, elapsed, budget))
 
 
+SPENT_BUDGET = 0.0005
+"""A call budget below this (it would read "0ms") was spent before it began."""
+
+
 def deadline_exceeded(
     lane: Lane,
     attempts: tuple[Attempt, ...],
@@ -115,11 +119,22 @@ def deadline_exceeded(
     budget: float,
     waiting: str | None,
 ) -> DeadlineExceeded:
-    """The deadline passed; ``waiting`` names what the call was waiting for, if anything."""
-    message = (
-        f"lane {lane.name}: deadline of {format_duration(budget)} passed after "
-        f"{len(attempts)} attempt(s){_waiting(waiting)}"
-    )
+    """The deadline passed; ``waiting`` names what the call was waiting for, if anything.
+
+    A budget under a millisecond is a caller's deadline that the server's
+    ``deadline_margin`` used up: said so, rather than as a deadline of "0ms".
+    """
+    if budget < SPENT_BUDGET:
+        message = (
+            f"lane {lane.name}: the caller's deadline left no time to call an upstream "
+            "(it was at or below server.deadline_margin, which laneway keeps to answer in "
+            f"time); {len(attempts)} attempt(s) made"
+        )
+    else:
+        message = (
+            f"lane {lane.name}: deadline of {format_duration(budget)} passed after "
+            f"{len(attempts)} attempt(s){_waiting(waiting)}"
+        )
     return DeadlineExceeded(message, **_facts(lane, attempts, elapsed, budget))
 
 

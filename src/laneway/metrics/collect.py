@@ -41,6 +41,7 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "laneway_usage_unknown_calls": ("Calls whose usage is unknown.", WHERE),
     "laneway_cost_usd": ("USD of calls with a known cost.", (*WHERE, "basis")),
     "laneway_unpriced_calls": ("Calls with usage but no price.", WHERE),
+    "laneway_responses": ("HTTP answers by status, calls and refusals alike.", ("status",)),
 }
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
     "laneway_latency_seconds": (
@@ -53,6 +54,19 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
     ),
 }
 TOKEN_KINDS = ("prompt", "completion", "reasoning", "cached", "cache_write")
+
+
+class ConnectionReport(Protocol):
+    """The server's connection figures (``server.protocol.ConnectionStats`` has this shape)."""
+
+    @property
+    def opened(self) -> int: ...
+    @property
+    def refused(self) -> int: ...
+    @property
+    def open_now(self) -> int: ...
+    @property
+    def closed(self) -> dict[str, int]: ...
 
 
 class QueueReport(Protocol):
@@ -90,6 +104,7 @@ class Metrics:
         self.cost = cost
         self.counts: dict[tuple[str, tuple[str, ...]], float] = {}
         self.histograms: dict[tuple[str, str], _Histogram] = {}
+        self._statuses: dict[int, tuple[str, tuple[str, ...]]] = {}
         self.registry = CollectorRegistry()
         self.registry.register(_CallCollector(self))
 
@@ -107,6 +122,17 @@ class Metrics:
         if record.ttfb is not None:
             self._observe("laneway_ttfb_seconds", lane, record.ttfb)
         self._usage(record, lane, source)
+
+    def responded(self, status: int) -> None:
+        """Count one HTTP answer of ``status``."""
+        labels = self._statuses.get(status)
+        if labels is None:
+            labels = self._statuses[status] = ("laneway_responses", (str(status),))
+        self.counts[labels] = self.counts.get(labels, 0.0) + 1.0
+
+    def watch_connections(self, report: ConnectionReport) -> None:
+        """Report the server's open, refused and closed connections at each scrape."""
+        self.registry.register(_ConnectionCollector(report))
 
     def watch_queue(self, queue: QueueReport) -> None:
         """Report the telemetry queue's depth, drops, writes and failures at each scrape."""
@@ -201,3 +227,32 @@ class _QueueCollector(Collector):
         yield CounterMetricFamily(
             "laneway_telemetry_failed", "Records lost to failed writes.", value=q.failed
         )
+
+
+class _ConnectionCollector(Collector):
+    """Reads the server's connection figures when scraped."""
+
+    def __init__(self, report: ConnectionReport) -> None:
+        self.report = report
+
+    def collect(self) -> Iterable[Metric]:
+        r = self.report
+        yield GaugeMetricFamily(
+            "laneway_connections_open", "Client connections open now.", value=r.open_now
+        )
+        yield CounterMetricFamily(
+            "laneway_connections_opened", "Client connections accepted.", value=r.opened
+        )
+        yield CounterMetricFamily(
+            "laneway_connections_refused",
+            "Connections answered 503 at once: server.max_connections, all busy.",
+            value=r.refused,
+        )
+        closed = CounterMetricFamily(
+            "laneway_connections_closed",
+            "Connections the gateway closed, by reason (timeouts, head too large, evicted).",
+            labels=["reason"],
+        )
+        for reason, count in sorted(r.closed.items()):
+            closed.add_metric([reason], count)
+        yield closed

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from laneway.core.errors import LanewayError, UnknownLane
+from laneway.core.errors import LanewayError, RequestInvalid, UnknownLane
 from laneway.core.records import CallMeta
 from laneway.core.types import EmbeddingResponse, LLMResponse, OCRResponse
 from laneway.engine.gateway import Engine
@@ -56,6 +56,7 @@ from laneway.server.asgi import (
     read_body,
     send_reply,
 )
+from laneway.server.browsers import BrowserGuard
 from laneway.server.errors import Refused, call_headers, error_reply, internal_error_reply
 from laneway.server.health import lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing
@@ -63,6 +64,7 @@ from laneway.server.parse import (
     ChatCall,
     caller_deadline,
     chat_call,
+    check_embed_bounds,
     embed_call,
     json_object,
     lane_name,
@@ -77,6 +79,9 @@ if TYPE_CHECKING:
 
 TELEMETRY_FLUSH_TIMEOUT = 5.0
 """Seconds the shutdown waits for queued telemetry; records still queued are dropped."""
+
+MAX_REQUEST_ID = 128
+"""Characters of a caller's ``X-Request-Id`` kept in telemetry; a longer one is a 400."""
 
 _NO_CALL = call_headers("", None, 0)
 _KINDS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embed", "/v1/ocr": "ocr"}
@@ -125,6 +130,8 @@ class Gateway:
         self.keys = KeyRing(server.keys, list(engine.lanes), environ)
         self.states = lane_states(engine.lanes)
         self._ready = readiness_body(self.states, self.keys.problems)
+        self._ready_summary = orjson.dumps({"ready": self._ready[0] == 200})
+        self.browsers = BrowserGuard(server, open_gateway=self.keys.open)
         self._all_lanes = frozenset(engine.lanes)
         self._routes: dict[str, tuple[str, Handler]] = {
             "/v1/chat/completions": ("POST", self._chat),
@@ -148,11 +155,12 @@ class Gateway:
         exchange = Exchange(receive, send, dict(scope["headers"]), scope.get(DEPARTURE))
         started = self.engine.recorder.start()
         try:
+            self.browsers.check(exchange.headers)
             await self._route(scope)(exchange)
         except ClientGone:
             return
         except (LanewayError, Refused) as exc:
-            await send_reply(send, error_reply(exc, exchange.lane))
+            await self._send(exchange, error_reply(exc, exchange.lane))
         except Exception:
             await self._crashed(scope, exchange, started)
 
@@ -169,7 +177,7 @@ class Gateway:
         meta = CallMeta(request_id=request_id)
         self.engine.recorder.crashed(ex.lane, _KINDS.get(path, ""), started, meta)
         with contextlib.suppress(Exception):  # the head may be out already: nothing more to say
-            await send_reply(ex.send, internal_error_reply(ex.lane, request_id))
+            await self._send(ex, internal_error_reply(ex.lane, request_id))
 
     def _route(self, scope: Scope) -> Handler:
         path: str = scope["path"]
@@ -177,10 +185,17 @@ class Gateway:
         if route is None:
             raise Refused(404, "not_found", f"no such endpoint: {path}")
         method, handler = route
-        if scope["method"] != method:
-            allow = [(b"allow", method.encode())]
+        asked = scope["method"]
+        if asked != method and not (asked == "HEAD" and method == "GET"):
+            allow = [(b"allow", b"GET, HEAD" if method == "GET" else method.encode())]
             raise Refused(405, "method_not_allowed", f"{path} takes {method}", allow)
         return handler
+
+    async def _send(self, ex: Exchange, reply: Reply) -> None:
+        """Send ``reply``, counting its status for ``/metrics``."""
+        if self.metrics is not None:
+            self.metrics.responded(reply.status)
+        await send_reply(ex.send, reply)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Start the telemetry writer; at shutdown flush it (bounded), then close the engine."""
@@ -233,11 +248,14 @@ class Gateway:
                 closing = await forward_stream(stream, ex.send, call.include_usage)
         finally:
             await stream.aclose()
+        if self.metrics is not None:
+            self.metrics.responded(200)
         await ex.send({"type": "http.response.body", "body": closing})
 
     async def _embed(self, ex: Exchange) -> None:
         caller, data, lane = await self._request(ex)
         call = embed_call(data)
+        check_embed_bounds(call, self.engine.lanes[lane].config)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
         with self._running(ex):
             result = await self.engine.embed(
@@ -292,29 +310,45 @@ class Gateway:
         headers = answer_headers(
             lane, result.source, len(result.attempts), result.cache, result.usage
         )
-        await send_reply(ex.send, Reply(200, body, headers))
+        await self._send(ex, Reply(200, body, headers))
 
     async def _models(self, ex: Exchange) -> None:
         caller = self.keys.caller(ex.headers.get(b"authorization"))
-        await send_reply(ex.send, Reply(200, caller.models_body, _NO_CALL))
+        await self._send(ex, Reply(200, caller.models_body, _NO_CALL))
 
     async def _metrics(self, ex: Exchange) -> None:
         """Prometheus exposition of every lane (who may scrape: see the module doc)."""
         caller = self.keys.caller(ex.headers.get(b"authorization"))
-        if not self.keys.open and caller.allowed and caller.allowed != self._all_lanes:
+        if not self._may_scrape(caller):
             message = "the metrics cover every lane; this key may use only some of them"
             raise Refused(403, "permission_denied", message)
         assert self.metrics is not None
         body, content_type = render_metrics(self.metrics)
-        await send_reply(ex.send, Reply(200, body, [], content_type.encode()))
+        await self._send(ex, Reply(200, body, [], content_type.encode()))
 
     async def _healthz(self, ex: Exchange) -> None:
         body = orjson.dumps({"status": "ok", "in_flight": self.in_flight})
-        await send_reply(ex.send, Reply(200, body, _NO_CALL))
+        await self._send(ex, Reply(200, body, _NO_CALL))
+
+    def _may_scrape(self, caller: Caller) -> bool:
+        """True for a key allowed every lane or none (and anyone on an open gateway)."""
+        return self.keys.open or not caller.allowed or caller.allowed == self._all_lanes
 
     async def _readyz(self, ex: Exchange) -> None:
+        """Ready or not for anyone; which lanes, keys and variables only for a scraping key."""
         status, body = self._ready
-        await send_reply(ex.send, Reply(status, body, _NO_CALL))
+        if not self.keys.open and not self._shows_detail(ex):
+            body = self._ready_summary
+        await self._send(ex, Reply(status, body, _NO_CALL))
+
+    def _shows_detail(self, ex: Exchange) -> bool:
+        authorization = ex.headers.get(b"authorization")
+        if authorization is None:
+            return False
+        try:
+            return self._may_scrape(self.keys.caller(authorization))
+        except Refused:
+            return False
 
     async def _json(self, ex: Exchange) -> dict[str, Any]:
         """The body as a JSON object, refused unread when it declares too many bytes."""
@@ -356,4 +390,6 @@ def _meta(caller: Caller, ex: Exchange) -> CallMeta:
     request_id = ex.headers.get(b"x-request-id")
     if request_id is None:
         return caller.meta
+    if len(request_id) > MAX_REQUEST_ID:
+        raise RequestInvalid("X-Request-Id", f"must be at most {MAX_REQUEST_ID} characters")
     return CallMeta(request_id=request_id.decode("latin-1"), caller=caller.name)

@@ -24,6 +24,7 @@ from laneway.core.errors import (
     LanewayError,
     PushbackRefused,
     RequestInvalid,
+    RequestTooLarge,
     ResponseTooLarge,
     Stalled,
     UnknownLane,
@@ -106,6 +107,8 @@ def _described(exc: Exception, lane: str) -> tuple[int, dict[str, Any], Headers]
 def _request_error(exc: Exception) -> tuple[int, str, str | None]:
     if isinstance(exc, Refused):
         return exc.status, exc.code, None
+    if isinstance(exc, RequestTooLarge):
+        return 413, "request_too_large", exc.field
     if isinstance(exc, RequestInvalid):
         return 400, "invalid_request", exc.field
     if isinstance(exc, UnknownLane):

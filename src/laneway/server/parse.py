@@ -18,9 +18,11 @@ from typing import Any
 
 import orjson
 
-from laneway.core.errors import RequestInvalid
+from laneway.config.models import LaneConfig
+from laneway.core.errors import RequestInvalid, RequestTooLarge
 from laneway.core.shapes import check_depth, check_strings, check_tools
 from laneway.core.types import ChatRequest, EmbedRequest
+from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
 from laneway.engine.gateway import chat_request
 
 _NUMBER = ((int, float), "a number")
@@ -150,6 +152,44 @@ def _inputs(value: object) -> list[str]:
         if not isinstance(item, str):
             raise RequestInvalid(f"input[{index}]", "must be a string (token arrays are not taken)")
     return value
+
+
+def check_embed_bounds(call: EmbedCall, lane: LaneConfig) -> None:
+    """Refuse (413) an embeddings request over its lane's bounds, before any upstream call.
+
+    Input bytes are counted in characters first: a count over the bound is
+    over it in bytes too, and one at most a quarter of it cannot be (UTF-8
+    takes at most 4 bytes a character), so only texts in between are encoded.
+    The answer is estimated when the vector length is known (pinned by the
+    lane or asked by the request): ``BYTES_PER_FLOAT`` a float in JSON, 4/3
+    of 4 bytes in base64, plus each item's envelope.
+    """
+    inputs = call.request.inputs
+    if len(inputs) > lane.max_inputs:
+        raise RequestTooLarge(
+            "input",
+            f"holds {len(inputs)} texts; this lane takes at most {lane.max_inputs} (max_inputs)",
+        )
+    limit = lane.max_input_bytes
+    size = sum(map(len, inputs))
+    if limit < size * 4:
+        size = size if size > limit else sum(len(text.encode()) for text in inputs)
+        if size > limit:
+            raise RequestTooLarge(
+                "input",
+                f"is over {limit} bytes of text; this lane takes at most that (max_input_bytes)",
+            )
+    dimensions = call.request.dimensions or lane.dimensions
+    if dimensions is None:
+        return
+    per_float = 16 / 3 if call.base64 else BYTES_PER_FLOAT
+    answer = len(inputs) * (math.ceil(dimensions * per_float) + BYTES_PER_ITEM)
+    if answer > lane.max_answer_bytes:
+        raise RequestTooLarge(
+            "input",
+            f"{len(inputs)} vectors of {dimensions} floats would be about {answer} "
+            f"bytes, over this lane's max_answer_bytes ({lane.max_answer_bytes})",
+        )
 
 
 def check_types(data: Mapping[str, Any], fields: FieldTypes) -> None:

@@ -3,11 +3,53 @@
 from __future__ import annotations
 
 import math
+import resource
+from typing import Any
 
-import uvicorn
-
+from laneway.config.models import ServerConfig
 from laneway.server.app import Gateway
-from laneway.server.protocol import GatewayProtocol
+from laneway.server.protocol import ConnectionLimits, GatewayProtocol, LimitedConfig
+
+MAX_CONNECTIONS_CEILING = 4096
+"""The default ``server.max_connections`` never exceeds this, whatever the fd limit."""
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"timed": {"format": LOG_FORMAT}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "timed",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+        "laneway": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+    },
+}
+"""``laneway serve``'s logging: every line, uvicorn's and laneway's, starts with its time."""
+
+
+def connection_limits(server: ServerConfig, workers: int = 1) -> ConnectionLimits:
+    """The ``server:`` limits for one of ``workers`` processes (each gets its share of the cap)."""
+    return ConnectionLimits(
+        header_timeout=server.header_timeout,
+        body_timeout=server.body_timeout,
+        keepalive_timeout=server.keepalive_timeout,
+        max_header_bytes=server.max_header_bytes,
+        max_headers=server.max_headers,
+        max_connections=max(1, (server.max_connections or default_max_connections()) // workers),
+    )
+
+
+def default_max_connections() -> int:
+    """Half the process's file-descriptor limit (the rest: upstreams, files), at most 4096."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS_CEILING
+    return max(1, min(MAX_CONNECTIONS_CEILING, soft // 2))
 
 
 def uvicorn_config(
@@ -17,7 +59,9 @@ def uvicorn_config(
     port: int,
     drain_timeout: float,
     workers: int = 1,
-) -> uvicorn.Config:
+    limits: ConnectionLimits | None = None,
+    log_config: dict[str, Any] | None = None,
+) -> LimitedConfig:
     """uvicorn on uvloop and httptools (``GatewayProtocol``), lifespan on, no access log.
 
     No proxy-header rewriting (the gateway never reads client addresses) and
@@ -27,19 +71,26 @@ def uvicorn_config(
     factory that builds one in each worker. SIGTERM stops accepting, lets calls
     in flight finish for up to ``drain_timeout`` (uvicorn counts whole seconds,
     so it is rounded up), then the lifespan shutdown closes the engine.
+    ``limits`` are the per-process connection limits (defaults when ``None``);
+    ``log_config`` replaces uvicorn's logging setup (``LOG_CONFIG`` in
+    ``laneway serve``; tests keep uvicorn's, which leaves the root logger alone).
     """
-    return uvicorn.Config(
+    extra = {} if log_config is None else {"log_config": log_config}
+    return LimitedConfig(
         app,
+        limits=limits or ConnectionLimits(),
         host=host,
         port=port,
         workers=workers,
         factory=isinstance(app, str),
         loop="uvloop",
         http=GatewayProtocol,
+        ws="none",
         proxy_headers=False,
         server_header=False,
         lifespan="on",
         access_log=False,
         log_level="warning",
         timeout_graceful_shutdown=math.ceil(drain_timeout),
+        **extra,
     )

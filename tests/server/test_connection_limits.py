@@ -1,0 +1,192 @@
+"""Connections that never finish a request are closed; over the cap, /healthz still answers.
+
+Each test serves its own gateway with short limits, and speaks raw HTTP/1.1
+over asyncio streams, so it controls exactly which bytes are sent and when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+import pytest
+
+from laneway.server.protocol import CONNECTIONS, REFUSAL
+from laneway.sim import RunningSim
+from tests.helpers import unique_spec
+from tests.server.support import HELLO, RunningGateway, config, serve_gateway, source, wait_until
+
+SLACK = 2.0
+"""Seconds a closure may come after its deadline (the sweep tick plus a busy machine)."""
+
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+@pytest.fixture(scope="module")
+def gw(sim: RunningSim) -> Iterator[RunningGateway]:
+    lanes = {"chat": {"sources": [source(sim, unique_spec(""))]}}
+    settings = config(
+        lanes,
+        header_timeout="400ms",
+        body_timeout="600ms",
+        keepalive_timeout="400ms",
+        max_header_bytes="8KiB",
+        max_headers=20,
+    )
+    with serve_gateway(settings) as running:
+        yield running
+
+
+async def connect(gw: RunningGateway) -> Stream:
+    host, port = gw.url.removeprefix("http://").split(":")
+    return await asyncio.open_connection(host, int(port))
+
+
+def request(
+    path: str, body: bytes = b"", headers: Sequence[str] = (), method: str = "POST"
+) -> bytes:
+    head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", *headers]
+    if body or method == "POST":
+        head.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def until_closed(reader: asyncio.StreamReader, started: float) -> tuple[float, bytes]:
+    """Seconds from ``started`` until the server closed, and what it sent before."""
+    data = await asyncio.wait_for(reader.read(), timeout=10)
+    return time.monotonic() - started, data
+
+
+async def test_idle_and_partial_connections_are_closed_by_their_timeouts(gw) -> None:
+    """Idle, partial-head and partial-body connections all end, each at its own deadline."""
+    started = time.monotonic()
+    idle = [await connect(gw) for _ in range(3)]
+    partial_head = [await connect(gw) for _ in range(3)]
+    for _, writer in partial_head:
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    partial_body = [await connect(gw) for _ in range(3)]
+    body_started = time.monotonic()
+    for _, writer in partial_body:
+        writer.write(request("/v1/chat/completions", b"x" * 100)[:-90])
+    header_closed = await asyncio.gather(
+        *(until_closed(reader, started) for reader, _ in idle + partial_head)
+    )
+    body_closed = await asyncio.gather(
+        *(until_closed(reader, body_started) for reader, _ in partial_body)
+    )
+    for elapsed, data in header_closed:
+        assert data == b"" and 0.4 <= elapsed < 0.4 + SLACK
+    for elapsed, data in body_closed:
+        assert data == b"" and 0.6 <= elapsed < 0.6 + SLACK
+    for _, writer in idle + partial_head + partial_body:
+        writer.close()
+
+
+async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
+    reader, writer = await connect(gw)
+    writer.write(request("/healthz", method="GET"))
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.startswith(b"content-") and b"length" in line
+    )
+    await reader.readexactly(length)
+    elapsed, data = await until_closed(reader, time.monotonic())
+    assert data == b"" and 0.3 <= elapsed < 0.4 + SLACK
+    writer.close()
+
+
+async def test_a_head_over_max_header_bytes_is_431(gw) -> None:
+    reader, writer = await connect(gw)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 10_000)
+    _, data = await until_closed(reader, time.monotonic())
+    assert data.startswith(b"HTTP/1.1 431 ")
+    answer = orjson.loads(data.partition(b"\r\n\r\n")[2])
+    assert answer["error"]["code"] == "header_too_large"
+    assert "server.max_header_bytes" in answer["error"]["message"]
+    writer.close()
+
+
+async def test_a_32_mb_header_is_cut_off_early(gw, http) -> None:
+    """The issue's 32 MB header: the server stops reading long before the end, and lives on."""
+    _, writer = await connect(gw)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+    chunk, sent = b"a" * 65536, 0
+    with pytest.raises(ConnectionError):  # reset once the server has closed
+        while sent < 32 * 1024 * 1024:
+            writer.write(chunk)
+            await writer.drain()
+            sent += len(chunk)
+    assert sent < 32 * 1024 * 1024
+    writer.close()
+    async with http.get(f"{gw.url}/healthz") as response:
+        assert response.status == 200
+
+
+async def test_too_many_headers_is_431(gw) -> None:
+    reader, writer = await connect(gw)
+    extra = [f"X-H{n}: v" for n in range(30)]
+    writer.write(request("/healthz", headers=extra, method="GET"))
+    _, data = await until_closed(reader, time.monotonic())
+    assert data.startswith(b"HTTP/1.1 431 ") and b"more than 20 headers" in data
+    writer.close()
+
+
+async def test_a_long_request_id_is_refused_before_telemetry(gw, http) -> None:
+    body = {"model": "chat", "messages": HELLO}
+    headers = {"X-Request-Id": "r" * 129}
+    async with http.post(f"{gw.v1}/chat/completions", json=body, headers=headers) as response:
+        answer = await response.json()
+    assert response.status == 400 and answer["error"]["param"] == "X-Request-Id"
+
+
+def chat_body() -> bytes:
+    return orjson.dumps({"model": "slow", "messages": HELLO})
+
+
+async def call(gw: RunningGateway, path: str, body: bytes | None = None) -> tuple[bytes, Any]:
+    """One request on a connection of its own: the status line and the decoded answer."""
+    reader, writer = await connect(gw)
+    close = ["Connection: close"]
+    if body is None:
+        writer.write(request(path, headers=close, method="GET"))
+    else:
+        writer.write(request(path, body, close))
+    data = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0], orjson.loads(payload) if payload else None
+
+
+async def test_over_the_connection_cap_idle_ones_make_room_and_busy_ones_refuse(sim) -> None:
+    """A flood of idle connections cannot lock out /healthz; real work fills the cap honestly."""
+    lanes = {"slow": {"sources": [source(sim, unique_spec("sleep=1"))]}}
+    with serve_gateway(config(lanes, max_connections=4, header_timeout="30s")) as gw:
+        flood = [await connect(gw) for _ in range(4)]
+        for _, writer in flood:
+            writer.write(b"GET /healthz HTTP/1.1\r\n")
+            await writer.drain()
+        await wait_until(lambda: CONNECTIONS.open_now >= 4, timeout=5)
+        evicted = CONNECTIONS.closed.get("evicted", 0)
+        status, answer = await call(gw, "/healthz")
+        assert status == b"HTTP/1.1 200 OK" and answer["status"] == "ok"
+        assert CONNECTIONS.closed.get("evicted", 0) == evicted + 1
+        for _, writer in flood:
+            writer.close()
+
+        calls = [asyncio.create_task(call(gw, "/v1/chat/completions", chat_body())) for _ in "abcd"]
+        await wait_until(lambda: gw.gateway.in_flight == 4, timeout=5)
+        refused = CONNECTIONS.refused
+        reader, writer = await connect(gw)
+        assert await asyncio.wait_for(reader.read(), timeout=5) == REFUSAL
+        writer.close()
+        assert CONNECTIONS.refused == refused + 1
+        for status, answer in await asyncio.gather(*calls):
+            assert status == b"HTTP/1.1 200 OK" and answer["model"] == "sim-model"
+        status, _ = await call(gw, "/healthz")
+        assert status == b"HTTP/1.1 200 OK"
