@@ -75,5 +75,7 @@ def host_name(host: str) -> str:
     """The name of a ``Host`` header without its port (``[::1]:4000`` gives ``::1``)."""
     if host.startswith("["):
         return host[1:].partition("]")[0]
+    if host.count(":") > 1:  # a bare IPv6 address (no port can be told apart)
+        return host
     name, colon, port = host.rpartition(":")
     return name if colon and port.isdigit() else host

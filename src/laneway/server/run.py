@@ -12,6 +12,9 @@ from laneway.server.protocol import ConnectionLimits, GatewayProtocol, LimitedCo
 
 MAX_CONNECTIONS_CEILING = 4096
 """The default ``server.max_connections`` never exceeds this, whatever the fd limit."""
+WORKER_HEALTHCHECK_TIMEOUT = 30
+"""Seconds a ``--workers`` worker may take to answer the supervisor's ping. uvicorn's 5 s
+kills a worker still importing on a busy host, again and again (seen at load 14 on 2 cores)."""
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_CONFIG: dict[str, Any] = {
     "version": 1,
@@ -92,5 +95,6 @@ def uvicorn_config(
         access_log=False,
         log_level="warning",
         timeout_graceful_shutdown=math.ceil(drain_timeout),
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT,
         **extra,
     )

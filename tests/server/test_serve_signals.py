@@ -1,0 +1,82 @@
+"""``laneway serve`` under SIGHUP and with workers: no call in flight is lost, limits hold."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from laneway.sim import RunningSim
+from tests.helpers import sim_url, unique_spec
+from tests.server.test_serve_cli import HELLO, call, laneway_serve
+
+TIMESTAMPED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING laneway\.serve: SIGHUP")
+
+
+def slow_config(sim: RunningSim, tmp_path: Path) -> Path:
+    path = tmp_path / "laneway.yaml"
+    base_url = sim_url(sim, unique_spec("sleep=1"))
+    path.write_text(
+        f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{base_url}', model: m}}\n"
+        "server:\n  header_timeout: 500ms\n  drain_timeout: 5s\ntelemetry:\n  url: none\n"
+    )
+    return path
+
+
+def rest_of_output(proc: subprocess.Popen[bytes]) -> str:
+    """Stop the server (SIGTERM drains) and return what it printed after the banner."""
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=15)
+    assert proc.stdout is not None
+    return proc.stdout.read().decode()
+
+
+def wait_until_serving(url: str, timeout: float = 60.0) -> None:
+    """Poll ``/healthz`` until a worker answers (workers import for seconds on a busy host)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if call(url, "/healthz")[0] == 200:
+                return
+        except OSError:
+            assert time.monotonic() < deadline, "no worker answered"
+            time.sleep(0.2)
+
+
+def seconds_until_closed(url: str) -> float:
+    """Open a connection, send nothing, and time how long the server keeps it."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b""
+        return time.monotonic() - started
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
+    """The issue: SIGHUP killed a one-worker server and its 40 calls. Now it is logged, no more."""
+    path = slow_config(sim, tmp_path)
+    with (
+        laneway_serve("--config", str(path), "--workers", workers) as (proc, url, _),
+        ThreadPoolExecutor(max_workers=4) as pool,
+    ):
+        body = {"model": "slow", "messages": HELLO}
+        wait_until_serving(url)
+        pending = [pool.submit(call, url, "/v1/chat/completions", body) for _ in range(4)]
+        time.sleep(0.3)  # the calls are at the upstream, which answers after 1 s
+        proc.send_signal(signal.SIGHUP)
+        for answer in pending:
+            status, data = answer.result(timeout=15)
+            assert status == 200 and data["model"] == "m"
+        assert proc.poll() is None
+        assert call(url, "/healthz")[0] == 200
+        assert 0.5 <= seconds_until_closed(url) < 0.5 + 3.0  # header_timeout, in every worker
+        lines = rest_of_output(proc).splitlines()
+    assert any(TIMESTAMPED.match(line) for line in lines), lines
+    assert all(re.match(r"^\d{4}-\d\d-\d\d ", line) for line in lines if line.strip()), lines
