@@ -101,6 +101,19 @@ async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
     writer.close()
 
 
+async def test_a_body_sent_after_an_early_answer_does_not_keep_the_connection(gw) -> None:
+    """Answered before its body was read (404 here), then idle: closed like any idle one."""
+    reader, writer = await connect(gw)
+    writer.write(request("/nowhere", b"12345")[:-5])
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 404")
+    writer.write(b"12345")
+    started = time.monotonic()
+    elapsed, _ = await until_closed(reader, started)
+    assert 0.3 <= elapsed < 0.4 + SLACK
+    writer.close()
+
+
 async def test_a_head_over_max_header_bytes_is_431(gw) -> None:
     reader, writer = await connect(gw)
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 10_000)

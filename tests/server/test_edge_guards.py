@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from laneway.config.models import ServerConfig
 from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway
 from laneway.server.browsers import BrowserGuard, host_name
 from laneway.server.protocol import CONNECTIONS
-from laneway.config.models import ServerConfig
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, RunningGateway, config, hits, post, serve_app, source
@@ -23,7 +24,7 @@ CHAT_SPEC = unique_spec("")
 
 @pytest.fixture(scope="module")
 def gw(sim: RunningSim) -> Iterator[RunningGateway]:
-    lanes = {
+    lanes: dict[str, dict[str, Any]] = {
         "chat": {"sources": [source(sim, CHAT_SPEC)]},
         "embed": {
             "kind": "embed",

@@ -11,8 +11,8 @@ and the call is cancelled in the same loop iteration the socket closed.
 Limits (``ConnectionLimits``, from ``server:``): a connection that has not
 sent a complete head ``header_timeout`` after it opened (or after its
 previous answer) is closed, and so is one whose body has not fully arrived
-``body_timeout`` after its head; an idle keep-alive connection is closed by
-uvicorn after ``keepalive_timeout``. A head over ``max_header_bytes`` or
+``body_timeout`` after its head, and one idle ``keepalive_timeout`` after
+its last answer. A head over ``max_header_bytes`` or
 ``max_headers`` is answered 431 and the connection closed. Deadlines are
 plain numbers on each connection, checked by one ``Sweeper`` per server that
 ticks while connections are open: no timer is armed or cancelled per request.
@@ -41,6 +41,8 @@ DEPARTURE = "laneway.departure"
 
 _HEAD, _BODY, _BUSY, _IDLE = range(4)
 """A connection's phase: reading a head, reading a body, answering, idle between requests."""
+_EXPIRED = {_HEAD: "header_timeout", _BODY: "body_timeout", _IDLE: "keepalive_timeout"}
+"""Why a connection past its deadline is closed, by its phase (a busy one has none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +205,7 @@ class GatewayProtocol(HttpToolsProtocol):
 
     def expire(self) -> None:
         """The sweeper found this connection past its deadline."""
-        self.close_for("header_timeout" if self.phase == _HEAD else "body_timeout")
+        self.close_for(_EXPIRED[self.phase])
 
     def data_received(self, data: bytes) -> None:
         """Feed the parser; a head over the limits is answered 431, a malformed one 400."""
@@ -269,16 +271,28 @@ class GatewayProtocol(HttpToolsProtocol):
             self.cycle.scope[DEPARTURE] = Departure()  # type: ignore[literal-required]
 
     def on_message_complete(self) -> None:
-        """The request is whole: the connection is busy until its answer is complete."""
+        """The request is whole: busy until its answer is out (idle if it was answered early)."""
         super().on_message_complete()
-        self.phase = _BUSY
-        self.expires = math.inf
+        if self.cycle is not None and self.cycle.response_complete:
+            self._idle()
+        else:
+            self.phase = _BUSY
+            self.expires = math.inf
 
     def on_response_complete(self) -> None:
-        """The answer is out: idle until the next request (uvicorn's keep-alive timer runs)."""
+        """The answer is out: idle until the next request, for ``keepalive_timeout``.
+
+        uvicorn arms its own keep-alive timer here too, but cancels it on any
+        byte received, such as the rest of a body answered before it was read;
+        this deadline holds until the next request begins.
+        """
         super().on_response_complete()
         if self.phase == _BUSY and self.cycle is not None and self.cycle.response_complete:
-            self.phase = _IDLE
+            self._idle()
+
+    def _idle(self) -> None:
+        self.phase = _IDLE
+        self.expires = self.loop.time() + self.limits.keepalive_timeout
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Fire the unanswered request's ``Departure``, then let uvicorn clean up."""
