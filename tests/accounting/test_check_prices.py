@@ -53,7 +53,6 @@ def test_chat_price_needs_an_output_price() -> None:
     ("written", "read"), [("false", "none"), ("none", "none"), ("a.db", "a.db")]
 )
 def test_telemetry_url_forms(written: str, read: str) -> None:
-    text = (
-        f"telemetry: {{url: {written}}}\nlanes:\n  x:\n    sources: [{{base_url: h, model: m}}]\n"
-    )
+    source = "{base_url: 'http://h/v1', model: m}"
+    text = f"telemetry: {{url: {written}}}\nlanes:\n  x:\n    sources: [{source}]\n"
     assert parse_config(text).telemetry.url == read
