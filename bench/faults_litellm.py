@@ -62,15 +62,22 @@ def litellm_config(
 
     ``timeout`` is the attempt timeout, ``stream_timeout`` (LiteLLM's bound on
     a streamed request, to its first byte and between bytes) the lane's
-    first-byte and idle timeouts, ``num_retries``/``retry_policy`` the retries,
-    ``fallbacks`` (and ``context_window_fallbacks``) the priority-1 source,
+    first-byte and idle timeouts, both on every deployment and the router;
+    ``num_retries``/``retry_policy`` the retries, ``fallbacks`` (and
+    ``context_window_fallbacks``) the priority-1 source,
     ``allowed_fails``/``cooldown_time`` the breaker. LiteLLM has no whole-call
     deadline and no mid-stream continuation.
     """
 
+    p = POLICY
+    timeouts = {
+        "timeout": p.attempt_timeout * scale,
+        "stream_timeout": p.first_byte_timeout * scale,
+    }
+
     def deployment(name: str, spec: str | None) -> dict[str, Any]:
         base = refused if spec is None else f"{sim_url}/b/{spec}/v1"
-        params = {"model": "openai/sim-model", "api_base": base, "api_key": "sk-sim"}
+        params = {"model": "openai/sim-model", "api_base": base, "api_key": "sk-sim", **timeouts}
         return {"model_name": name, "litellm_params": params}
 
     models = [deployment(WARM, f"id=warm-{secrets.token_hex(4)}")]
@@ -78,12 +85,10 @@ def litellm_config(
     for key, pair in specs.items():
         models += [deployment(key, pair.primary), deployment(f"{key}-fallback", pair.fallback)]
         fallbacks.append({key: [f"{key}-fallback"]})
-    p = POLICY
     router = {
         "num_retries": p.retries,
         "retry_policy": LITELLM_RETRIES,
-        "timeout": p.attempt_timeout * scale,
-        "stream_timeout": p.first_byte_timeout * scale,
+        **timeouts,
         "fallbacks": fallbacks,
         "context_window_fallbacks": fallbacks,
         "allowed_fails": p.breaker_failures,
