@@ -11,10 +11,12 @@ from laneway.chaos.faults import EXPECTED, POLICY
 COMMAND = ".venv/bin/python bench/faults_litellm.py"
 
 HOW = f"""\
-One `laneway sim` plays every row's primary and fallback, for both clients at
-once (specs unique to each, so no counter is shared). Each row makes one
-streamed call (`stream_options.include_usage`; flapping: 20 calls 4 s apart)
-with the same client code, and is judged by the same rules
+One `laneway sim` plays every row's primary and fallback for both clients,
+LiteLLM's half first, then laneway's (specs unique to each, so no counter is
+shared). Each row makes one streamed call (`stream_options.include_usage`);
+the rows run one after another, beside the flapping row's 20 calls 4 s apart,
+so no row's time carries another's load. Both clients are called by the same
+client code and judged by the same rules
 (`laneway.chaos.faults`): whose words the caller got (each upstream names
 itself in its chunks' `model`), the whole answer closed by `[DONE]` with a
 usage chunk, requests per upstream counted at the sim, and the time to the

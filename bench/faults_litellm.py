@@ -1,6 +1,6 @@
 """The fault table through laneway's gateway and through LiteLLM's proxy, side by side.
 
-One ``laneway sim`` serves both halves at once, on specs of their own.
+One ``laneway sim`` serves both halves, one after the other, on specs of their own.
 laneway: ``laneway simulate --faults --sim URL`` (every row's lane on one
 gateway in that process: ``Gateway`` under uvicorn, what ``laneway serve``
 runs). LiteLLM: its proxy (1.96.2, ``bench/.venv-litellm``) configured as
@@ -36,7 +36,8 @@ from _procs import LOOPBACK, free_port, spawn, wait_ready
 from _report import publish
 from laneway.chaos.asking import Answer, ask
 from laneway.chaos.fault_report import RowResult
-from laneway.chaos.faults import POLICY, call_scenario, count_hits, judge
+from laneway.chaos.fault_run import row_runner, run_rows
+from laneway.chaos.faults import POLICY
 from laneway.sim import FAULTS, FaultScenario, Specs, refusing_port
 from laneway.sim.scenarios import FALLBACK, PRIMARY
 
@@ -113,20 +114,12 @@ async def laneway_half(sim_url: str, scale: float, workdir: Path) -> list[RowRes
 async def litellm_half(
     proxy: str, sim_url: str, specs: dict[str, Specs], scale: float
 ) -> list[RowResult]:
-    """Every row at once through the proxy, measured and judged as laneway's are."""
+    """Every row through the proxy, on the schedule and by the rules laneway's run uses."""
     url = f"{proxy}/v1/chat/completions"
     async with aiohttp.ClientSession() as session:
         await ask(session, url, WARM, 60.0, 0.0)
-
-        async def row(scenario: FaultScenario) -> RowResult:
-            named = await call_scenario(session, url, scenario.key, scenario, scale)
-            answers = [_whose(scenario, answer) for answer in named]
-            hits = await count_hits(session, sim_url, specs[scenario.key])
-            result = RowResult(scenario, answers, hits, judge(scenario, answers, hits, scale))
-            print(f"litellm {scenario.key}: {result.outcome()}, {result.time()}", flush=True)
-            return result
-
-        return list(await asyncio.gather(*(row(s) for s in FAULTS)))
+        row = row_runner(session, url, sim_url, specs, scale, rename=_whose)
+        return await run_rows(FAULTS, row, scale, lambda line: print(f"litellm {line}", flush=True))
 
 
 def _whose(scenario: FaultScenario, answer: Answer) -> Answer:
@@ -136,7 +129,10 @@ def _whose(scenario: FaultScenario, answer: Answer) -> Answer:
 
 
 def run(sim_url: str, scale: float, workdir: Path) -> tuple[list[RowResult], list[RowResult]]:
-    """Start the proxy, then run both halves at once; (laneway rows, LiteLLM rows)."""
+    """Start the proxy, run LiteLLM's half, then laneway's; (laneway rows, LiteLLM rows).
+
+    One half after the other, so neither's times carry the other's CPU load.
+    """
     run_id = secrets.token_hex(3)
     specs = {s.key: s.specs(scale, f"ll{run_id}") for s in FAULTS}
     with refusing_port(LOOPBACK) as refused_port:
@@ -153,12 +149,8 @@ def run(sim_url: str, scale: float, workdir: Path) -> tuple[list[RowResult], lis
             wait_ready(proxy, port, "/v1/chat/completions", body.encode(), timeout_s=180.0)
 
             async def both() -> tuple[list[RowResult], list[RowResult]]:
-                proxy_url = f"http://{LOOPBACK}:{port}"
-                ours, theirs = await asyncio.gather(
-                    laneway_half(sim_url, scale, workdir),
-                    litellm_half(proxy_url, sim_url, specs, scale),
-                )
-                return ours, theirs
+                theirs = await litellm_half(f"http://{LOOPBACK}:{port}", sim_url, specs, scale)
+                return await laneway_half(sim_url, scale, workdir), theirs
 
             return asyncio.run(both())
         finally:

@@ -11,7 +11,7 @@ prints) must agree.
 
 The one duration no config scales is the health half-life (60 s), which is
 what brings a recovered primary back into first place; the flapping row scales
-it with the rest, so its 6 s outage is judged as the real 60 s one is.
+it with the rest, so its shrunk outage is judged as the real 60 s one is.
 """
 
 from __future__ import annotations
@@ -23,14 +23,8 @@ import aiohttp
 import pytest
 
 from laneway.chaos.asking import Answer
-from laneway.chaos.faults import (
-    FULL_ANSWER,
-    Hits,
-    call_scenario,
-    count_hits,
-    judge,
-    lane_body,
-)
+from laneway.chaos.fault_run import row_runner
+from laneway.chaos.faults import FULL_ANSWER, Hits, lane_body
 from laneway.policy.health import HealthPolicy
 from laneway.sim import RunningSim, fault_scenario, refusing_port
 from laneway.sim.scenarios import ANSWER_WORDS, FALLBACK, PRIMARY
@@ -72,11 +66,9 @@ async def run_row(
         gateway.gateway.engine.lanes[key].health = HealthPolicy(half_life=HALF_LIFE * scale)
         async with aiohttp.ClientSession() as session:
             url = f"{gateway.v1}/chat/completions"
-            answers = await call_scenario(session, url, key, scenario, scale)
-            hits = await count_hits(session, sim.base_url, specs)
-    verdict = judge(scenario, answers, hits, scale, SLACK)
-    assert all(check.met for check in verdict), verdict
-    return answers, hits
+            result = await row_runner(session, url, sim.base_url, {key: specs}, scale)(scenario)
+    assert result.met, result.missed()
+    return result.answers, result.hits
 
 
 def whole(answer: Answer, *whose: str) -> bool:

@@ -1,12 +1,11 @@
 """``laneway simulate --faults``: issue 10's fault table, through a gateway on loopback.
 
-Every row runs at once against one sim: each has its own lane
-(``laneway.chaos.faults``) on one gateway that uvicorn serves on a loopback
-port in this process, and its own upstream specs. Each row's calls are
-streamed, as a caller of ``laneway serve`` makes them, and the table shows
-what each caller got. A row's result is printed as it ends, and every
-``PROGRESS_EVERY`` seconds the rows still running are named. At scale 1 the
-run lasts as long as its longest row (flapping: 20 calls 4 s apart, ~80 s).
+Every row has its own lane (``laneway.chaos.faults``) on one gateway that
+uvicorn serves on a loopback port in this process, and its own upstream
+specs on one sim. Each row's calls are streamed, as a caller of ``laneway
+serve`` makes them, on the schedule of ``laneway.chaos.fault_run`` (the
+flapping series beside the other rows, those one after another), and the
+table shows what each caller got. At scale 1 the run takes about 80 s.
 
 Below scale 1 the health half-life (60 s; no config field sets it) is scaled
 with every other duration, so a shrunk outage is judged as the real one is.
@@ -17,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,7 +25,8 @@ import uvicorn
 
 from laneway.chaos.asking import ask
 from laneway.chaos.fault_report import RowResult
-from laneway.chaos.faults import CLIENT_GRACE, POLICY, call_scenario, count_hits, judge, lane_body
+from laneway.chaos.fault_run import Report, row_runner, run_rows
+from laneway.chaos.faults import lane_body
 from laneway.config.models import LanewayConfig
 from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
@@ -34,15 +34,11 @@ from laneway.policy.health import HealthPolicy
 from laneway.server import Gateway, uvicorn_config
 from laneway.sim import FAULTS, FaultScenario, Specs, refusing_port
 
-PROGRESS_EVERY = 10.0
-"""Seconds between the progress lines that name the rows still running."""
 STARTUP_TIMEOUT = 10.0
 LOOPBACK = "127.0.0.1"
 WARM_LANE = "warm-up"
 """A lane on a healthy upstream, called once before the rows so none pays the first call's
 set-up (connections, lazy imports) in its time to answer."""
-
-Report = Callable[[str], None]
 
 
 def select_faults(wanted: Sequence[str]) -> list[FaultScenario]:
@@ -58,12 +54,6 @@ def select_faults(wanted: Sequence[str]) -> list[FaultScenario]:
     return [scenario for scenario in FAULTS if not wanted or scenario.key in wanted]
 
 
-def time_budget(scenarios: Sequence[FaultScenario], scale: float) -> float:
-    """Seconds the whole run may take: the longest series, its last call's bound, start-up."""
-    longest = max(scenario.span for scenario in scenarios)
-    return longest * scale + POLICY.deadline * scale + CLIENT_GRACE + STARTUP_TIMEOUT
-
-
 async def run_faults(
     scenarios: Sequence[FaultScenario], sim_url: str, scale: float, report: Report
 ) -> list[RowResult]:
@@ -75,7 +65,8 @@ async def run_faults(
         gateway = _gateway(scenarios, specs, sim_url, refused, scale, run)
         async with _served(gateway) as url, aiohttp.ClientSession() as session:
             await ask(session, url, WARM_LANE, STARTUP_TIMEOUT, time.monotonic())
-            return await _rows(scenarios, specs, url, sim_url, session, scale, report)
+            row = row_runner(session, url, sim_url, specs, scale)
+            return await run_rows(scenarios, row, scale, report)
 
 
 def _gateway(
@@ -121,47 +112,3 @@ async def _served(gateway: Gateway) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
-
-
-async def _rows(
-    scenarios: Sequence[FaultScenario],
-    specs: dict[str, Specs],
-    url: str,
-    sim_url: str,
-    session: aiohttp.ClientSession,
-    scale: float,
-    report: Report,
-) -> list[RowResult]:
-    started = time.monotonic()
-    done = 0
-
-    async def row(scenario: FaultScenario) -> RowResult:
-        nonlocal done
-        answers = await call_scenario(session, url, scenario.key, scenario, scale)
-        hits = await count_hits(session, sim_url, specs[scenario.key])
-        result = RowResult(scenario, answers, hits, judge(scenario, answers, hits, scale))
-        done += 1
-        elapsed = time.monotonic() - started
-        report(
-            f"[{done:2}/{len(scenarios)}] {elapsed:6.1f} s  {scenario.key}: "
-            f"{result.outcome()}, {result.time()} -> {result.verdict()}"
-        )
-        return result
-
-    tasks = {s.key: asyncio.create_task(row(s)) for s in scenarios}
-    ticker = asyncio.create_task(_tick(tasks, started, report))
-    try:
-        async with asyncio.timeout(time_budget(scenarios, scale)):
-            return list(await asyncio.gather(*tasks.values()))
-    finally:
-        ticker.cancel()
-        for task in tasks.values():
-            task.cancel()
-
-
-async def _tick(tasks: dict[str, asyncio.Task[RowResult]], started: float, report: Report) -> None:
-    while True:
-        await asyncio.sleep(PROGRESS_EVERY)
-        running = [key for key, task in tasks.items() if not task.done()]
-        elapsed = time.monotonic() - started
-        report(f"        {elapsed:6.1f} s  still running: {', '.join(running)}")
