@@ -19,7 +19,14 @@ import aiohttp
 
 from laneway.chaos.asking import Answer
 from laneway.chaos.fault_report import RowResult
-from laneway.chaos.faults import CLIENT_GRACE, POLICY, call_scenario, count_hits, judge
+from laneway.chaos.faults import (
+    CLIENT_GRACE,
+    DEFAULT_SLACK,
+    POLICY,
+    call_scenario,
+    count_hits,
+    judge,
+)
 from laneway.sim.scenarios import FaultScenario, Specs
 
 PROGRESS_EVERY = 10.0
@@ -46,11 +53,13 @@ def row_runner(
     specs: dict[str, Specs],
     scale: float,
     rename: Rename | None = None,
+    slack: float = DEFAULT_SLACK,
 ) -> Row:
     """Run one row through the client at ``chat_url``: its calls, the sim's counts, the verdict.
 
-    ``rename`` rewrites an answer whose chunks name their source otherwise
-    than by the upstream's ``model`` (LiteLLM names the model group).
+    ``slack`` (seconds) is added to the row's time bound. ``rename`` rewrites
+    an answer whose chunks name their source otherwise than by the upstream's
+    ``model`` (LiteLLM names the model group).
     """
 
     async def row(scenario: FaultScenario) -> RowResult:
@@ -58,7 +67,7 @@ def row_runner(
         if rename is not None:
             answers = [rename(scenario, answer) for answer in answers]
         hits = await count_hits(session, sim_url, specs[scenario.key])
-        return RowResult(scenario, answers, hits, judge(scenario, answers, hits, scale))
+        return RowResult(scenario, answers, hits, judge(scenario, answers, hits, scale, slack))
 
     return row
 

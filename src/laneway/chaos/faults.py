@@ -45,6 +45,11 @@ class Policy:
 
 POLICY = Policy()
 
+DEFAULT_SLACK = 0.5
+"""Seconds added to a row's time bound: a loaded machine's noise, not the fault's."""
+CLIENT_GRACE = 5.0
+"""Seconds a caller waits beyond the lane's deadline before it gives up on a call."""
+
 
 @dataclass(frozen=True, slots=True)
 class Upstreams:
@@ -237,7 +242,7 @@ def judge(
     answers: Sequence[Answer],
     hits: Hits,
     scale: float = 1.0,
-    slack: float = 0.5,
+    slack: float = DEFAULT_SLACK,
 ) -> list[Check]:
     """The scenario's checks on what its caller got; ``slack`` is added to time bounds (s)."""
     expected = EXPECTED[scenario.key]
@@ -330,10 +335,6 @@ def _back_on_primary(expected: Expectation, answers: Sequence[Answer], scale: fl
     measured = "never" if first is None else f"first primary answer {first - recovered:.2f} s after"
     met = bool(late) and all(a.models == (PRIMARY,) for a in late)
     return Check(f"every call from {settled:.1f} s on answered by the primary", measured, met)
-
-
-CLIENT_GRACE = 5.0
-"""Seconds a caller waits beyond the lane's deadline before it gives up on a call."""
 
 
 async def call_scenario(
