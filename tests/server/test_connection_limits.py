@@ -14,7 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
+from laneway.config.models import ServerConfig
 from laneway.server.protocol import CONNECTIONS, REFUSAL
+from laneway.server.run import MAX_CONNECTIONS_CEILING, connection_limits
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, RunningGateway, config, serve_gateway, source, wait_until
@@ -205,3 +207,9 @@ async def test_over_the_connection_cap_idle_ones_make_room_and_busy_ones_refuse(
             assert status == b"HTTP/1.1 200 OK" and answer["model"] == "sim-model"
         status, _ = await call(gw, "/healthz")
         assert status == b"HTTP/1.1 200 OK"
+
+
+def test_workers_share_the_connection_cap() -> None:
+    assert connection_limits(ServerConfig(max_connections=10), workers=3).max_connections == 3
+    assert connection_limits(ServerConfig(max_connections=2), workers=3).max_connections == 1
+    assert 1 <= connection_limits(ServerConfig()).max_connections <= MAX_CONNECTIONS_CEILING

@@ -131,6 +131,22 @@ async def test_metrics_count_answers_by_status(gw, http) -> None:
     assert "laneway_connections_open " in text and "laneway_connections_refused_total" in text
 
 
+async def test_metrics_show_refused_keys(sim, http) -> None:
+    """401s are counted too; a keyed gateway checks no Host (keys, not names, guard it)."""
+    lanes = {"chat": {"sources": [source(sim, CHAT_SPEC)]}}
+    settings = config(lanes, keys=[{"name": "ops", "key": "key-ops"}])
+    metrics = Metrics()
+    engine = Engine(settings, {}, AiohttpTransport(), observers=[metrics])
+    with serve_app(Gateway(engine, {}, metrics=metrics)) as keyed:
+        assert (await chat(http, keyed, Host="gateway.example.com"))[0] == 401
+        ops = {"Authorization": "Bearer key-ops", "Host": "gateway.example.com"}
+        assert (await chat(http, keyed, **ops))[0] == 200
+        async with http.get(f"{keyed.url}/metrics", headers=ops) as response:
+            text = await response.text()
+    assert 'laneway_responses_total{status="401"} 1.0' in text
+    assert 'laneway_responses_total{status="200"} 1.0' in text
+
+
 async def test_head_answers_the_health_endpoints(gw, http) -> None:
     for path in ("/healthz", "/readyz"):
         async with http.head(f"{gw.url}{path}") as response:

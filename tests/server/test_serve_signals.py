@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +26,7 @@ def slow_config(sim: RunningSim, tmp_path: Path) -> Path:
     base_url = sim_url(sim, unique_spec("sleep=1"))
     path.write_text(
         f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{base_url}', model: m}}\n"
-        "server:\n  header_timeout: 500ms\n  drain_timeout: 5s\ntelemetry:\n  url: none\n"
+        "server:\n  header_timeout: 500ms\n  drain_timeout: 5s\n"
     )
     return path
 
@@ -79,4 +81,7 @@ def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
         assert 0.4 <= seconds_until_closed(url) < 0.5 + 3.0  # header_timeout, in every worker
         lines = rest_of_output(proc).splitlines()
     assert any(TIMESTAMPED.match(line) for line in lines), lines
+    with contextlib.closing(sqlite3.connect(tmp_path / "laneway.sqlite3")) as db:
+        (rows,) = db.execute("SELECT count(*) FROM calls WHERE lane = 'slow'").fetchone()
+    assert rows == 4  # every answered call left its telemetry row
     assert all(re.match(r"^\d{4}-\d\d-\d\d ", line) for line in lines if line.strip()), lines

@@ -40,7 +40,7 @@ from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
-from laneway.server.protocol import CONNECTIONS
+from laneway.server.protocol import CONNECTIONS, ConnectionLimits
 from laneway.server.run import LOG_CONFIG, connection_limits
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
 
@@ -297,6 +297,7 @@ def banner(
     lines.append(f"telemetry: {describe_telemetry(config.telemetry.url, base_dir)}")
     scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
     lines.append(f"metrics: {url}/metrics ({scrape})")
+    lines.append(describe_limits(connection_limits(config.server), workers))
     if demo is not None:
         from laneway.cli.demo import DEMO_FILE, demo_examples
 
@@ -305,6 +306,16 @@ def banner(
     drain = format_duration(config.server.drain_timeout)
     lines.append(f"ready; Ctrl+C stops, SIGTERM drains calls in flight (up to {drain})")
     return "\n".join(lines)
+
+
+def describe_limits(limits: ConnectionLimits, workers: int) -> str:
+    """The connection limits in one line (``max_connections`` for all workers together)."""
+    return (
+        f"connections: at most {limits.max_connections}; head within "
+        f"{format_duration(limits.header_timeout)} and {limits.max_header_bytes // 1024} KiB, "
+        f"body within {format_duration(limits.body_timeout)}, idle "
+        f"{format_duration(limits.keepalive_timeout)} (server.*; {workers} worker(s) share them)"
+    )
 
 
 def describe_telemetry(url: str, base_dir: Path) -> str:
