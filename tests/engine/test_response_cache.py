@@ -27,9 +27,10 @@ class Collect:
         self.records.append(record)
 
 
-async def test_temperature_zero_is_cached_by_default_and_hits_are_recorded(sim) -> None:
+async def test_temperature_zero_is_cached_when_declared_and_hits_are_recorded(sim) -> None:
     spec, sink = unique_spec("ok"), Collect()
-    engine = Engine(one_lane(sim, spec), {}, AiohttpTransport(), observers=[sink])
+    config = one_lane(sim, spec, cache={"ttl": "1h", "when": "temperature0"})
+    engine = Engine(config, {}, AiohttpTransport(), observers=[sink])
     async with Laneway(engine) as lw:
         miss = await lw.chat("lane", HELLO, temperature=0)
         hit = await lw.chat("lane", HELLO, temperature=0)
@@ -47,9 +48,10 @@ async def test_temperature_zero_is_cached_by_default_and_hits_are_recorded(sim) 
     assert second.provider == "openai"
 
 
-async def test_other_requests_bypass_the_cache(sim) -> None:
+async def test_other_requests_bypass_a_temperature0_cache(sim) -> None:
     spec = unique_spec("ok")
-    async with Laneway.from_settings(one_lane(sim, spec), environ={}) as lw:
+    config = one_lane(sim, spec, cache={"ttl": "1h", "when": "temperature0"})
+    async with Laneway.from_settings(config, environ={}) as lw:
         answers = [await lw.chat("lane", HELLO) for _ in range(2)]
         answers += [await lw.chat("lane", HELLO, temperature=0.7) for _ in range(2)]
     assert [a.cache for a in answers] == ["bypass"] * 4
@@ -57,17 +59,36 @@ async def test_other_requests_bypass_the_cache(sim) -> None:
 
 
 @pytest.mark.parametrize(
-    ("enabled", "expected"), [(True, ["miss", "hit"]), (False, ["bypass"] * 2)]
+    ("cache", "expected"),
+    [({"ttl": "1h"}, ["miss", "hit"]), (False, ["bypass"] * 2), (None, ["bypass"] * 2)],
 )
-async def test_the_lane_switch(sim, enabled: bool, expected: list[str]) -> None:
-    config = one_lane(sim, unique_spec("ok"), cache={"enabled": enabled})
+async def test_only_a_lane_that_declares_a_cache_caches(
+    sim, cache: dict[str, str] | bool | None, expected: list[str]
+) -> None:
+    fields = {} if cache is None else {"cache": cache}
+    config = one_lane(sim, unique_spec("ok"), **fields)
     async with Laneway.from_settings(config, environ={}) as lw:
         answers = [await lw.chat("lane", HELLO, temperature=0) for _ in range(2)]
     assert [a.cache for a in answers] == expected
 
 
+async def test_a_caller_can_skip_or_refresh_the_cache(sim) -> None:
+    spec = unique_spec("ok")
+    config = one_lane(sim, spec, cache={"ttl": "1h"})
+    async with Laneway.from_settings(config, environ={}) as lw:
+        answers = [
+            await lw.chat("lane", HELLO, cache_control="no-store"),
+            await lw.chat("lane", HELLO),
+            await lw.chat("lane", HELLO, cache_control="no-cache"),
+            await lw.chat("lane", HELLO),
+            await lw.chat("lane", HELLO, cache_control="no-store"),
+        ]
+    assert [a.cache for a in answers] == ["bypass", "miss", "refresh", "hit", "bypass"]
+    assert await sim_hits(sim, spec) == 4
+
+
 async def test_the_key_is_exact_over_messages_and_params_but_not_their_order(sim) -> None:
-    config = one_lane(sim, unique_spec("ok"), cache={"enabled": True})
+    config = one_lane(sim, unique_spec("ok"), cache={"ttl": "1h"})
     other = [{"role": "user", "content": "hello!"}]
     calls: list[tuple[list[dict[str, Any]], dict[str, Any]]] = [
         (HELLO, {"top_p": 1, "max_tokens": 5}),
@@ -82,7 +103,7 @@ async def test_the_key_is_exact_over_messages_and_params_but_not_their_order(sim
 
 async def test_errors_are_never_cached(sim) -> None:
     spec = unique_spec("fail_first=1")
-    config = one_lane(sim, spec, cache={"enabled": True})
+    config = one_lane(sim, spec, cache={"ttl": "1h"})
     async with Laneway.from_settings(config, environ={}) as lw:
         with pytest.raises(UpstreamFailed):
             await lw.chat("lane", HELLO)
@@ -93,7 +114,7 @@ async def test_errors_are_never_cached(sim) -> None:
 
 async def test_empty_completions_are_never_cached(sim) -> None:
     spec = unique_spec("empty")
-    config = one_lane(sim, spec, cache={"enabled": True})
+    config = one_lane(sim, spec, cache={"ttl": "1h"})
     async with Laneway.from_settings(config, environ={}) as lw:
         answers = [await lw.chat("lane", HELLO) for _ in range(2)]
     assert [(a.cache, a.content) for a in answers] == [("miss", "")] * 2
@@ -102,7 +123,7 @@ async def test_empty_completions_are_never_cached(sim) -> None:
 
 async def test_entries_expire_after_the_lane_ttl(sim) -> None:
     wall = WallClock()
-    config = one_lane(sim, unique_spec("ok"), cache={"enabled": True, "ttl": "10s"})
+    config = one_lane(sim, unique_spec("ok"), cache={"ttl": "10s"})
     store = SqliteCacheStore(":memory:", wall=wall)
     async with Laneway.from_settings(config, environ={}, cache=store) as lw:
         first = await lw.chat("lane", HELLO)
@@ -114,7 +135,7 @@ async def test_entries_expire_after_the_lane_ttl(sim) -> None:
 
 
 async def test_an_unreachable_cache_costs_nothing_but_the_hit(sim) -> None:
-    config = one_lane(sim, unique_spec("ok"), cache={"enabled": True})
+    config = one_lane(sim, unique_spec("ok"), cache={"ttl": "1h"})
     store = RedisCacheStore.from_url("redis://127.0.0.1:1/0", timeout=0.2)
     async with Laneway.from_settings(config, environ={}, cache=store) as lw:
         answers = [await lw.chat("lane", HELLO) for _ in range(2)]
@@ -125,7 +146,7 @@ async def test_an_unreachable_cache_costs_nothing_but_the_hit(sim) -> None:
 @pytest.mark.integration
 async def test_replicas_share_hits_through_redis(sim) -> None:
     spec = unique_spec("ok")
-    config = one_lane(sim, spec, cache={"enabled": True})
+    config = one_lane(sim, spec, cache={"ttl": "1h"})
     async with fresh_redis_store() as store:
         replicas = [Laneway.from_settings(config, environ={}, cache=store) for _ in range(2)]
         first = await replicas[0].chat("lane", HELLO)

@@ -84,13 +84,14 @@ async def test_one_deadline_covers_every_ask(sim) -> None:
 
 async def test_invalid_answers_are_not_cached_but_valid_ones_are(sim) -> None:
     invalid_spec = unique_spec("json_after=9")
-    async with Laneway.from_settings(one_lane(sim, invalid_spec), environ={}) as lw:
+    cached = {"ttl": "1h", "when": "temperature0"}
+    async with Laneway.from_settings(one_lane(sim, invalid_spec, cache=cached), environ={}) as lw:
         for _ in range(2):
             with pytest.raises(ResultInvalid):
                 await lw.structured("lane", ASK, schema=Answer, reasks=0, temperature=0)
     assert await sim_hits(sim, invalid_spec) == 2
     valid_spec = unique_spec("json_after=0")
-    async with Laneway.from_settings(one_lane(sim, valid_spec), environ={}) as lw:
+    async with Laneway.from_settings(one_lane(sim, valid_spec, cache=cached), environ={}) as lw:
         first = await lw.structured("lane", ASK, schema=Answer, temperature=0)
         second = await lw.structured("lane", ASK, schema=Answer, temperature=0)
     assert (first.cache, second.cache) == ("miss", "hit")

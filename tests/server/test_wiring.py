@@ -36,6 +36,7 @@ SPECS = {
     "big": unique_spec("dims=512"),
 }
 LANE_EXTRAS: dict[str, dict[str, Any]] = {
+    "cached": {"cache": {"ttl": "1h", "when": "temperature0"}},
     "est": {"estimate_missing_usage": True},
     "embed_bare": {"kind": "embed"},
     "ocr": {"kind": "ocr"},
@@ -99,6 +100,16 @@ async def test_repeated_temperature_0_chat_is_a_miss_then_a_hit(gw, http, sim) -
     assert await hits(http, sim, SPECS["cached"]) == 1
     _, headers, _ = await chat(http, gw, "cached")  # no temperature 0: not cached
     assert headers["x-laneway-cache"] == "bypass"
+
+
+async def test_cache_control_skips_or_refreshes_the_cache(gw, http, sim) -> None:
+    body = {"model": "cached", "messages": [{"role": "user", "content": "fresh"}], "temperature": 0}
+    url = f"{gw.v1}/chat/completions"
+    statuses = [
+        (await post(http, url, body, **{"Cache-Control": control}))[1]["x-laneway-cache"]
+        for control in ("no-store", "max-age=0", "no-cache", "no-cache, no-store", "private")
+    ]
+    assert statuses == ["bypass", "miss", "refresh", "bypass", "hit"]
 
 
 async def test_usage_header_says_whose_figures_and_unknown_usage_is_left_out(gw, http) -> None:

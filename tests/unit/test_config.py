@@ -125,3 +125,18 @@ def test_retry_on_counts_are_checked(retry_on: str, retries: str, message: str) 
 
 def test_pushback_is_off_unless_declared() -> None:
     assert parse_config(MINIMAL).lanes["engram-summarize"].max_pushbacks == 0
+
+
+def test_a_cache_is_declared_with_a_ttl_and_the_old_switch_says_what_replaced_it() -> None:
+    from laneway.config.load import parse_config
+    from laneway.core.errors import ConfigError
+
+    base = "lanes:\n  a:\n    sources: [{base_url: 'http://127.0.0.1:9/v1', model: m}]\n"
+    assert parse_config(base).lanes["a"].cache is None
+    assert parse_config(base + "    cache: false\n").lanes["a"].cache is None
+    declared = parse_config(base + "    cache: {ttl: 10m, when: temperature0}\n").lanes["a"].cache
+    assert declared is not None and (declared.ttl, declared.when) == (600.0, "temperature0")
+    with pytest.raises(ConfigError, match="cache.enabled is gone"):
+        parse_config(base + "    cache: {enabled: true}\n")
+    with pytest.raises(ConfigError, match=r"lanes\.a\.cache\.ttl: Field required"):
+        parse_config(base + "    cache: {when: always}\n")

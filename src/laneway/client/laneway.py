@@ -16,7 +16,13 @@ from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import ConfigError
 from laneway.core.transport import Transport
-from laneway.core.types import EmbeddingResponse, EmbedRequest, LLMResponse, OCRResponse
+from laneway.core.types import (
+    CacheControl,
+    EmbeddingResponse,
+    EmbedRequest,
+    LLMResponse,
+    OCRResponse,
+)
 from laneway.engine.gateway import Engine, chat_request
 from laneway.engine.stream import ChatStream
 from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse, structured
@@ -73,10 +79,16 @@ class Laneway:
         messages: list[dict[str, Any]],
         *,
         deadline: float | None = None,
+        cache_control: CacheControl | None = None,
         **params: Any,
     ) -> LLMResponse:
-        """One chat completion; ``deadline`` (seconds) tightens the lane's own."""
-        return await self.engine.chat(lane, chat_request(messages, params), deadline=deadline)
+        """One chat completion; ``deadline`` (seconds) tightens the lane's own.
+
+        ``cache_control`` is the HTTP header's say over the lane's response
+        cache: ``no-cache`` (ask afresh, keep the answer), ``no-store`` (neither).
+        """
+        request = chat_request(messages, params)
+        return await self.engine.chat(lane, request, deadline=deadline, cache=cache_control)
 
     def chat_stream(
         self,

@@ -201,13 +201,30 @@ class SourceConfig(Strict):
 class ChatCacheConfig(Strict):
     """A chat or OCR lane's response cache (``laneway.engine.response_cache``).
 
-    ``enabled``: ``true`` caches every request, ``temperature0`` (the default)
-    only requests sent with ``temperature: 0``, ``false`` none. Entries expire
-    after ``ttl``.
+    A lane caches only when it declares ``cache:``. ``ttl``: how long an answer
+    is kept (required: a cache is a decision about staleness). ``when``:
+    ``always`` caches every request, ``temperature0`` only those sent with
+    ``temperature: 0``.
     """
 
-    enabled: bool | Literal["temperature0"] = "temperature0"
-    ttl: Duration = Field(default=3600.0, gt=0)
+    ttl: Duration = Field(gt=0)
+    when: Literal["always", "temperature0"] = "always"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_enabled(cls, data: object) -> object:
+        if isinstance(data, dict) and "enabled" in data:
+            raise ValueError(
+                "cache.enabled is gone: a lane caches only when it declares "
+                "cache: {ttl: 1h} (add when: temperature0 to cache temperature-0 requests only); "
+                "leave cache out for none"
+            )
+        return data
+
+
+def _no_cache(value: object) -> object:
+    """``cache: false`` (YAML) reads as no cache, like leaving the key out."""
+    return None if value is False else value
 
 
 PROVIDER_KINDS: dict[str, tuple[str, ...]] = {
@@ -266,7 +283,7 @@ class LaneConfig(Strict):
     max_answer_bytes: Size = Field(default=64 * 1024 * 1024, ge=1024)
     """The whole embeddings answer, estimated before any upstream call when the vector
     length is known (the lane's ``dimensions`` or the request's); more is a 413."""
-    cache: ChatCacheConfig = Field(default_factory=ChatCacheConfig)
+    cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
     sources: list[SourceConfig] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 UsageSource = Literal["provider", "estimated", "none"]
-CacheStatus = Literal["hit", "miss", "bypass"]
+CacheStatus = Literal["hit", "miss", "bypass", "refresh"]
+"""What the response cache did: answered (``hit``), missed and kept the answer (``miss``),
+was not used (``bypass``: the lane declares no cache, a stream, ``Cache-Control: no-store``),
+or was skipped for a fresh answer that replaced the entry (``refresh``: ``no-cache``)."""
+CacheControl = Literal["no-cache", "no-store"]
+"""A caller's say over the response cache, as the HTTP header writes it."""
 """``hit``: served from a cache; ``miss``: looked up, then called upstream; ``bypass``: no cache."""
 
 

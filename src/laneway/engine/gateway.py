@@ -22,6 +22,7 @@ from laneway.core.records import CallMeta, CallObserver
 from laneway.core.shapes import check_messages
 from laneway.core.transport import Transport
 from laneway.core.types import (
+    CacheControl,
     ChatRequest,
     EmbeddingResponse,
     EmbedRequest,
@@ -99,10 +100,14 @@ class Engine:
         *,
         deadline: float | None = None,
         meta: CallMeta | None = None,
+        cache: CacheControl | None = None,
     ) -> LLMResponse:
-        """One non-streaming chat call under the lane's policy (or from its response cache)."""
+        """One non-streaming chat call under the lane's policy (or from its response cache).
+
+        ``cache`` is the caller's say over the response cache (``no-cache``, ``no-store``).
+        """
         lane = self.lane(lane_name, "chat")
-        return await self.run_chat(lane, request, deadline=deadline, meta=meta)
+        return await self.run_chat(lane, request, deadline=deadline, meta=meta, cache=cache)
 
     async def run_chat(
         self,
@@ -112,11 +117,12 @@ class Engine:
         deadline: float | None = None,
         meta: CallMeta | None = None,
         accept: Callable[[LLMResponse], bool] | None = None,
+        cache: CacheControl | None = None,
     ) -> LLMResponse:
         """A chat call on a resolved chat or OCR lane; answers ``accept`` refuses are not cached."""
         lane.refuse_inexpressible(request, stream=False)
         started = self.recorder.start()
-        lookup = await self.responses.lookup(lane, request)
+        lookup = await self.responses.lookup(lane, request, cache)
         if lookup.hit is not None:
             self._record_hit(lane, started, meta, lookup.hit)
             return lookup.hit
@@ -223,10 +229,17 @@ class Engine:
         mime_type: str | None = None,
         deadline: float | None = None,
         meta: CallMeta | None = None,
+        cache: CacheControl | None = None,
     ) -> OCRResponse:
         """Read one image or PDF page on an OCR lane (see ``laneway.engine.ocr``)."""
         return await run_ocr(
-            self, lane_name, document, mime_type=mime_type, deadline=deadline, meta=meta
+            self,
+            lane_name,
+            document,
+            mime_type=mime_type,
+            deadline=deadline,
+            meta=meta,
+            cache=cache,
         )
 
     async def aclose(self) -> None:

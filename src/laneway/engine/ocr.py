@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from laneway.core.errors import RequestInvalid
 from laneway.core.records import CallMeta
-from laneway.core.types import ChatRequest, OCRResponse
+from laneway.core.types import CacheControl, ChatRequest, OCRResponse
 
 if TYPE_CHECKING:
     from laneway.engine.gateway import Engine
@@ -48,11 +48,12 @@ async def run_ocr(
     mime_type: str | None = None,
     deadline: float | None = None,
     meta: CallMeta | None = None,
+    cache: CacheControl | None = None,
 ) -> OCRResponse:
     """Read the text of ``document`` (an image, or one PDF page) on an OCR lane."""
     lane = engine.lane(lane_name, "ocr")
     request = ocr_request(lane.config.prompt or DEFAULT_PROMPT, document, mime_type)
-    response = await engine.run_chat(lane, request, deadline=deadline, meta=meta)
+    response = await engine.run_chat(lane, request, deadline=deadline, meta=meta, cache=cache)
     return OCRResponse(
         lane=response.lane,
         source=response.source,

@@ -2,10 +2,11 @@
 
 Exact match only: the key is a hash of the lane, its sources' models, the
 messages and every parameter (JSON with sorted keys, so key order does not
-matter), so any difference is a miss. A lane caches every request when its
-``cache.enabled`` is true, only requests with ``temperature: 0`` when it is
-``temperature0`` (the default: those are the ones a caller expects to be
-repeatable), nothing when false. Only answers worth repeating are kept:
+matter), so any difference is a miss. Only a lane that declares ``cache:``
+caches: every request (``when: always``) or those with ``temperature: 0``
+(``when: temperature0``). A caller can say no per request:
+``no-store`` neither reads nor keeps (``bypass``), ``no-cache`` skips the
+read and keeps the fresh answer (``refresh``). Only answers worth repeating are kept:
 never errors (they never reach the cache), never empty completions, never
 results a caller's check refused (``Engine.run_chat``'s ``check``).
 
@@ -24,9 +25,9 @@ from typing import Any
 import orjson
 
 from laneway.cache.port import CacheStore
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatCacheConfig
 from laneway.core.clock import Clock
-from laneway.core.types import CacheStatus, ChatRequest, LLMResponse, Reasoning, Usage
+from laneway.core.types import CacheControl, CacheStatus, ChatRequest, LLMResponse, Reasoning, Usage
 from laneway.engine.lane import Lane
 
 NOT_SEMANTIC = frozenset({"stream", "stream_options"})
@@ -55,33 +56,36 @@ class ResponseCache:
         self.store = store
         self.clock = clock
 
-    async def lookup(self, lane: Lane, request: ChatRequest) -> CacheLookup:
-        """The cached answer to ``request``, or a miss to fill, or a bypass."""
-        if not wants_cache(lane.config, request):
+    async def lookup(
+        self, lane: Lane, request: ChatRequest, control: CacheControl | None = None
+    ) -> CacheLookup:
+        """The cached answer to ``request``, or a miss (or refresh) to fill, or a bypass."""
+        cache = lane.config.cache
+        if cache is None or control == "no-store" or not wants_cache(cache, request):
             return BYPASS
         key = request_key(lane, request)
         if key is None:
             return BYPASS
+        if control == "no-cache":
+            return CacheLookup(key, "refresh", None, cache.ttl)
         started = self.clock.now()
         (value,) = await self.store.get_many([key])
-        ttl = lane.config.cache.ttl
         hit = decode_response(lane.name, value, self.clock.now() - started)
-        return CacheLookup(key, "hit" if hit is not None else "miss", hit, ttl)
+        return CacheLookup(key, "hit" if hit is not None else "miss", hit, cache.ttl)
 
     async def save(self, lookup: CacheLookup, response: LLMResponse) -> None:
-        """Keep ``response`` for a missed lookup, unless it is empty."""
-        if lookup.key is None or lookup.status != "miss" or is_empty(response):
+        """Keep ``response`` for a missed or refreshed lookup, unless it is empty."""
+        if lookup.key is None or lookup.status not in ("miss", "refresh") or is_empty(response):
             return
         await self.store.put_many({lookup.key: encode_response(response)}, lookup.ttl)
 
 
-def wants_cache(config: LaneConfig, request: ChatRequest) -> bool:
-    """Whether the lane's ``cache.enabled`` covers ``request``."""
-    enabled = config.cache.enabled
-    if enabled == "temperature0":
+def wants_cache(cache: ChatCacheConfig, request: ChatRequest) -> bool:
+    """Whether the lane's declared cache covers ``request`` (its ``when``)."""
+    if cache.when == "temperature0":
         temperature = request.params.get("temperature")
         return type(temperature) in (int, float) and temperature == 0
-    return enabled is True
+    return True
 
 
 def request_key(lane: Lane, request: ChatRequest) -> str | None:

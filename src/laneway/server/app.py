@@ -62,6 +62,7 @@ from laneway.server.health import lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing
 from laneway.server.parse import (
     ChatCall,
+    cache_control,
     caller_deadline,
     chat_call,
     check_embed_bounds,
@@ -236,7 +237,9 @@ class Gateway:
                 await self._stream(ex, lane, call, deadline, meta)
             return
         with self._running(ex):
-            result = await self.engine.chat(lane, call.request, deadline=deadline, meta=meta)
+            result = await self.engine.chat(
+                lane, call.request, deadline=deadline, meta=meta, cache=cache_control(ex.headers)
+            )
         await self._reply(ex, lane, result, chat_body(result))
 
     async def _stream(
@@ -275,6 +278,7 @@ class Gateway:
                 mime_type=call.mime_type,
                 deadline=deadline,
                 meta=_meta(caller, ex),
+                cache=cache_control(ex.headers),
             )
         await self._reply(ex, lane, result, ocr_body(result, len(call.document)))
 

@@ -21,7 +21,7 @@ import orjson
 from laneway.config.models import LaneConfig
 from laneway.core.errors import RequestInvalid, RequestTooLarge
 from laneway.core.shapes import check_depth, check_strings, check_tools
-from laneway.core.types import ChatRequest, EmbedRequest
+from laneway.core.types import CacheControl, ChatRequest, EmbedRequest
 from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
 from laneway.engine.gateway import chat_request
 
@@ -229,3 +229,20 @@ def _seconds(raw: bytes, name: str) -> float:
     if not value > 0 or math.isinf(value):
         raise RequestInvalid(name, "must be a positive number")
     return value
+
+
+def cache_control(headers: Mapping[bytes, bytes]) -> CacheControl | None:
+    """The request's ``Cache-Control`` as far as the response cache reads it.
+
+    ``no-store`` wins over ``no-cache`` when both are sent; other directives
+    (``max-age``...) are not the response cache's and are ignored.
+    """
+    raw = headers.get(b"cache-control")
+    if raw is None:
+        return None
+    directives = {part.strip().split(b"=")[0].lower() for part in raw.split(b",")}
+    if b"no-store" in directives:
+        return "no-store"
+    if b"no-cache" in directives:
+        return "no-cache"
+    return None

@@ -168,4 +168,4 @@ def _uncached(lane: LaneConfig) -> LaneConfig:
     """A measured call must reach the upstream: no response or embedding cache."""
     if lane.kind == "embed":
         return lane.model_copy(update={"embed_cache": False})
-    return lane.model_copy(update={"cache": lane.cache.model_copy(update={"enabled": False})})
+    return lane.model_copy(update={"cache": None})
