@@ -65,7 +65,7 @@ async def test_other_requests_bypass_a_temperature0_cache(sim) -> None:
 async def test_only_a_lane_that_declares_a_cache_caches(
     sim, cache: dict[str, str] | bool | None, expected: list[str]
 ) -> None:
-    fields = {} if cache is None else {"cache": cache}
+    fields: dict[str, Any] = {} if cache is None else {"cache": cache}
     config = one_lane(sim, unique_spec("ok"), **fields)
     async with Laneway.from_settings(config, environ={}) as lw:
         answers = [await lw.chat("lane", HELLO, temperature=0) for _ in range(2)]
