@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -14,7 +14,7 @@ from laneway.cache import CacheStore, open_cache
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
-from laneway.core.errors import ConfigError
+from laneway.core.errors import ConfigError, RequestInvalid
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -28,6 +28,10 @@ from laneway.engine.stream import ChatStream
 from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse, structured
 from laneway.http.aiohttp import AiohttpTransport
 
+if TYPE_CHECKING:
+    from laneway.accounting.pricer import Pricer
+    from laneway.batch import BatchJob, InputSet, Progress
+
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,6 +43,7 @@ class Laneway:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._prices: dict[str, Pricer] = {}
 
     @classmethod
     def from_config(cls, path: str | Path, *, transport: Transport | None = None) -> Laneway:
@@ -149,6 +154,74 @@ class Laneway:
         ``image/gif``, ``application/pdf``) is sniffed from the bytes when omitted.
         """
         return await self.engine.ocr(lane, document, mime_type=mime_type, deadline=deadline)
+
+    def batch(
+        self,
+        lane: str,
+        items: Iterable[str | dict[str, Any]] | InputSet,
+        *,
+        job_dir: str | Path | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        max_concurrency: int | None = None,
+        retry_failures: bool = False,
+        schema: type[BaseModel] | None = None,
+        reasks: int = DEFAULT_REASKS,
+        **params: Any,
+    ) -> BatchJob:
+        """A batch job: ``async for result in lw.batch(lane, items)``, results in input order.
+
+        ``items`` are texts (embed lanes) or prompts / ``{"messages": [...]}``
+        requests (chat lanes), each optionally with an ``id`` (or an
+        ``InputSet`` from ``laneway.batch.read_input``). With ``job_dir``
+        the job is checkpointed there and resumed by the same call; a job of
+        another lane, model, dimension or input is refused (``JobMismatch``).
+        A failed item is yielded with ``result.error`` set; ``job.tally`` holds
+        the totals. ``schema`` validates chat answers with the re-ask ladder.
+        """
+        from laneway.batch import BatchJob, BatchOptions, InputSet, items_of
+
+        kind = self.engine.lane(lane).kind
+        inputs = items if isinstance(items, InputSet) else items_of(items, kind)
+        options = BatchOptions(
+            job_dir=Path(job_dir) if job_dir is not None else None,
+            max_concurrency=max_concurrency,
+            retry_failures=retry_failures,
+            params=params,
+            schema=schema,
+            reasks=reasks,
+            progress=progress,
+        )
+        return BatchJob(self.engine, lane, inputs.items, inputs.digest, self._pricer(lane), options)
+
+    def embed_many(
+        self,
+        lane: str,
+        texts: Iterable[str],
+        *,
+        job_dir: str | Path | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        max_concurrency: int | None = None,
+        retry_failures: bool = False,
+    ) -> BatchJob:
+        """Embed a corpus as a batch job (see ``batch``): one verified vector per text, in order."""
+        if self.engine.lane(lane).kind != "embed":
+            raise RequestInvalid("lane", f"{lane!r} is not an embed lane")
+        return self.batch(
+            lane,
+            texts,
+            job_dir=job_dir,
+            progress=progress,
+            max_concurrency=max_concurrency,
+            retry_failures=retry_failures,
+        )
+
+    def _pricer(self, lane: str) -> Pricer:
+        """The prices of ``lane``'s sources, resolved once per lane."""
+        from laneway.accounting.pricer import Pricer
+
+        if lane not in self._prices:
+            self._prices[lane] = Pricer.for_lanes({lane: self.engine.config.lanes[lane]})
+        return self._prices[lane]
 
     async def aclose(self) -> None:
         """Close pooled connections."""
