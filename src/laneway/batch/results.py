@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from laneway.accounting.cost import Cost
@@ -67,7 +67,6 @@ class ItemResult:
     usage: Usage | None = None
     cost: Cost | None = None
     error: ItemError | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

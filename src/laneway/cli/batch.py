@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -85,9 +86,10 @@ async def run(args: argparse.Namespace) -> int:
         reporter = Reporter(args.progress, sys.stderr)
         try:
             job = build_job(lw, args, kind, reporter)
-            async for result in job:
-                if result.ok:
-                    writer.write(result)
+            async with contextlib.aclosing(job.results()) as results:
+                async for result in results:
+                    if result.ok:
+                        writer.write(result)
         except BaseException:
             writer.abandon()
             raise
