@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -24,7 +25,10 @@ ANSWER_SCHEMA = {
 
 async def test_prompts_and_requests_come_back_in_order_with_usage_per_row(sim) -> None:
     config = one_lane(sim, unique_spec("ok"))
-    items = ["first", {"id": "second", "messages": [{"role": "user", "content": "hi"}]}]
+    items: list[str | dict[str, Any]] = [
+        "first",
+        {"id": "second", "messages": [{"role": "user", "content": "hi"}]},
+    ]
     async with Laneway.from_settings(config, environ={}) as lw:
         job = lw.batch("lane", items, temperature=0)
         results = await collect(job)

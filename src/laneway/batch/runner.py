@@ -25,7 +25,7 @@ import asyncio
 import hashlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -170,7 +170,7 @@ class BatchJob:
         config = self.lane.config
         return config.batch_concurrency if config.kind == "embed" else CHAT_CONCURRENCY
 
-    async def results(self) -> AsyncIterator[ItemResult]:
+    async def results(self) -> AsyncGenerator[ItemResult, None]:
         """Run the job; every item's result (or failure) in input order."""
         queue = deque(self._plan())
         planned = {work.call for work in queue}
