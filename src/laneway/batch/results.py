@@ -144,10 +144,12 @@ def vector_problem(vector: Sequence[float], expected: int | None) -> str | None:
 
     Its length must be ``expected``; a NaN or infinite component, or a vector
     of zeros, is refused too: either poisons every similarity computed with it.
+    A finite sum proves every component finite (a NaN or an infinity makes the
+    sum one), so components are looked at one by one only when it is not.
     """
     if expected is not None and len(vector) != expected:
         return f"length {len(vector)}, expected {expected}"
-    if not all(math.isfinite(value) for value in vector):
+    if not math.isfinite(sum(vector)) and not all(math.isfinite(v) for v in vector):
         return "a component is NaN or infinite"
     if not any(vector):
         return "every component is zero"
