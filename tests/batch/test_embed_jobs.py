@@ -54,7 +54,7 @@ async def test_20000_items_with_a_limited_and_a_flaky_source_cause_no_429_storm(
 
 async def test_a_retry_after_slows_the_whole_job_and_cuts_its_window(sim) -> None:
     spec = unique_spec("fail_first=1,status=429,retry_after=1")
-    config = embed_config(sim, spec, max_batch_items=10)
+    config = embed_config(sim, spec, max_batch_items=10, retries=1, retry_on=[429])
     async with Laneway.from_settings(config, environ={}) as lw:
         job = lw.embed_many("emb", texts(80), max_concurrency=4)
         began = time.monotonic()
