@@ -399,6 +399,8 @@ class ServerConfig(Strict):
     """Without it, a request carrying an ``Origin`` header (a web page's) is refused."""
     allowed_hosts: list[str] = Field(default_factory=list)
     """Host names a keyless gateway answers besides IP literals, ``localhost`` and ``host``."""
+    ready: Literal["all", "any"] = "all"
+    """``/readyz`` answers 200 when every lane is ready (``all``) or at least one (``any``)."""
 
 
 def _telemetry_url(value: object) -> object:

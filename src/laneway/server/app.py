@@ -130,7 +130,7 @@ class Gateway:
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ)
         self.states = lane_states(engine.lanes)
-        self._ready = readiness_body(self.states, self.keys.problems)
+        self._ready = readiness_body(self.states, self.keys.problems, server.ready)
         self._ready_summary = orjson.dumps({"ready": self._ready[0] == 200})
         self.browsers = BrowserGuard(server, open_gateway=self.keys.open)
         self._all_lanes = frozenset(engine.lanes)
@@ -157,6 +157,12 @@ class Gateway:
         started = self.engine.recorder.start()
         try:
             self.browsers.check(exchange.headers)
+            origin = exchange.headers.get(b"origin")
+            if scope["method"] == "OPTIONS":
+                await self._send(exchange, self._options(scope, origin))
+                return
+            if origin is not None:
+                exchange.send = self.browsers.with_cors(send, origin)
             await self._route(scope)(exchange)
         except ClientGone:
             return
@@ -191,6 +197,17 @@ class Gateway:
             allow = [(b"allow", b"GET, HEAD" if method == "GET" else method.encode())]
             raise Refused(405, "method_not_allowed", f"{path} takes {method}", allow)
         return handler
+
+    def _options(self, scope: Scope, origin: bytes | None) -> Reply:
+        """``OPTIONS``: a listed origin's CORS preflight, or the route's ``Allow``."""
+        path: str = scope["path"]
+        route = self._routes.get(path)
+        if route is None:
+            raise Refused(404, "not_found", f"no such endpoint: {path}")
+        methods = b"GET, HEAD, OPTIONS" if route[0] == "GET" else b"POST, OPTIONS"
+        if origin is not None:
+            return self.browsers.preflight(origin, methods)
+        return Reply(204, b"", [(b"allow", methods)])
 
     async def _send(self, ex: Exchange, reply: Reply) -> None:
         """Send ``reply``, counting its status for ``/metrics``."""

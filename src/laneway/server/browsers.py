@@ -10,6 +10,11 @@ and always send the page's domain as ``Host``, so: a request with an
 not; and a keyless gateway answers only ``Host`` names that cannot be
 rebound: IP literals, ``localhost`` (and ``*.localhost``), ``server.host``
 and ``server.allowed_hosts``.
+
+A page whose origin is listed gets CORS: a preflight (``OPTIONS`` with
+``Access-Control-Request-Method``) is answered 204 with what it may send, and
+every answer to it carries ``Access-Control-Allow-Origin`` and exposes
+laneway's headers, so browser clients read the lane, source and cache outcome.
 """
 
 from __future__ import annotations
@@ -18,10 +23,22 @@ import ipaddress
 from collections.abc import Mapping
 
 from laneway.config.models import ServerConfig
+from laneway.server.asgi import Message, Reply, Send
 from laneway.server.errors import Refused
 
 _KNOWN_HOSTS_KEPT = 256
 """Approved ``Host`` values remembered, so a request costs one set lookup."""
+ALLOWED_REQUEST_HEADERS = (
+    b"authorization, content-type, x-api-key, x-request-id, cache-control, "
+    b"x-laneway-deadline-ms, x-stainless-timeout, x-stainless-read-timeout, "
+    b"anthropic-version, openai-organization, openai-project"
+)
+"""What a page may send: keys, the body's type, and the headers laneway reads."""
+EXPOSED_HEADERS = (
+    b"x-laneway-lane, x-laneway-source, x-laneway-attempts, x-laneway-cache, "
+    b"x-laneway-usage, x-request-id, retry-after"
+)
+PREFLIGHT_MAX_AGE = b"600"
 
 
 class BrowserGuard:
@@ -58,6 +75,32 @@ class BrowserGuard:
             )
         if len(self._approved) < _KNOWN_HOSTS_KEPT:
             self._approved.add(host)
+
+    def preflight(self, origin: bytes, methods: bytes) -> Reply:
+        """The 204 answer to a listed origin's preflight for a route taking ``methods``."""
+        headers = [
+            (b"access-control-allow-origin", origin),
+            (b"access-control-allow-methods", methods),
+            (b"access-control-allow-headers", ALLOWED_REQUEST_HEADERS),
+            (b"access-control-max-age", PREFLIGHT_MAX_AGE),
+            (b"vary", b"Origin"),
+        ]
+        return Reply(204, b"", headers)
+
+    def with_cors(self, send: Send, origin: bytes) -> Send:
+        """``send`` with the CORS headers added to the answer's head (``origin`` is listed)."""
+        extra = [
+            (b"access-control-allow-origin", origin),
+            (b"access-control-expose-headers", EXPOSED_HEADERS),
+            (b"vary", b"Origin"),
+        ]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message["headers"], *extra]}
+            await send(message)
+
+        return sending
 
     def host_allowed(self, host: str) -> bool:
         """True when ``host`` (a ``Host`` header, port and all) names no rebindable domain."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import orjson
 
@@ -37,12 +38,18 @@ def lane_states(lanes: Mapping[str, Lane]) -> list[LaneState]:
     ]
 
 
-def readiness_body(states: list[LaneState], key_problems: list[str]) -> tuple[int, bytes]:
-    """``GET /readyz``: 200 when every lane is ready, else 503; the body says why."""
+def readiness_body(
+    states: list[LaneState], key_problems: list[str], need: Literal["all", "any"] = "all"
+) -> tuple[int, bytes]:
+    """``GET /readyz``: 200 when every lane is ready (``any``: one is), else 503; the body says why.
+
+    The body lists every lane and why it is not ready either way, so a
+    deployment that accepts some lanes down (``server.ready: any``) still sees them.
+    """
     lanes = {
         state.name: {"ready": state.ready, "kind": state.kind, "problems": list(state.problems)}
         for state in states
     }
-    ready = all(state.ready for state in states)
-    body = {"ready": ready, "lanes": lanes, "key_problems": key_problems}
+    ready = (all if need == "all" else any)(state.ready for state in states)
+    body = {"ready": ready, "need": need, "lanes": lanes, "key_problems": key_problems}
     return (200 if ready else 503), orjson.dumps(body)
