@@ -15,8 +15,10 @@ One `laneway sim` plays every row's primary and fallback for both clients,
 LiteLLM's half first, then laneway's (specs unique to each, so no counter is
 shared). Each row makes one streamed call (`stream_options.include_usage`);
 the rows run one after another, beside the flapping row's 20 calls 4 s apart,
-so no row's time carries another's load. Both clients are called by the same
-client code and judged by the same rules
+so no row's time carries another's load; a primary that breaks off
+mid-answer sends a word every 10 ms, so its first 40 words reach the caller
+before the break. Both clients are called by the same client code and
+judged by the same rules
 (`laneway.chaos.faults`): whose words the caller got (each upstream names
 itself in its chunks' `model`), the whole answer closed by `[DONE]` with a
 usage chunk, requests per upstream counted at the sim, and the time to the

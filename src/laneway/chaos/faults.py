@@ -20,7 +20,14 @@ import aiohttp
 
 from laneway.chaos.asking import Answer, ask_series
 from laneway.chaos.scenarios import RETRY_ON
-from laneway.sim.scenarios import ANSWER_WORDS, FALLBACK, PRIMARY, FaultScenario, Specs
+from laneway.sim.scenarios import (
+    ANSWER_WORDS,
+    FALLBACK,
+    PRIMARY,
+    WORD_GAP,
+    FaultScenario,
+    Specs,
+)
 
 FULL_ANSWER = " ".join(["sim", "answer", *(f"w{n}" for n in range(2, ANSWER_WORDS))])
 """The text every scenario's caller must end up with, word for word."""
@@ -89,6 +96,8 @@ class Expectation:
 
 
 _PREFILL = Upstreams(continue_on_cut=True, fallback_accepts_prefill=True)
+_WORDS_BEFORE_BREAK = 40 * WORD_GAP
+"""Seconds a primary that breaks off after 40 words streams them first."""
 _BOTH = (PRIMARY, FALLBACK)
 
 EXPECTED: dict[str, Expectation] = {
@@ -130,6 +139,7 @@ EXPECTED: dict[str, Expectation] = {
         _BOTH,
         (1, 1),
         (1, 1),
+        within=(_WORDS_BEFORE_BREAK, _WORDS_BEFORE_BREAK + 1.0),
         upstreams=_PREFILL,
     ),
     "stall_mid_answer": Expectation(
@@ -137,7 +147,7 @@ EXPECTED: dict[str, Expectation] = {
         _BOTH,
         (1, 1),
         (1, 1),
-        within=(10.0, 11.0),
+        within=(_WORDS_BEFORE_BREAK + 10.0, _WORDS_BEFORE_BREAK + 11.0),
         upstreams=_PREFILL,
     ),
     "cut_prefill_refused": Expectation(
@@ -145,6 +155,7 @@ EXPECTED: dict[str, Expectation] = {
         _BOTH,
         (1, 1),
         (1, 1),
+        within=(_WORDS_BEFORE_BREAK, _WORDS_BEFORE_BREAK + 1.0),
         upstreams=Upstreams(continue_on_cut="restart"),
     ),
     "malformed_chunk": Expectation(

@@ -22,6 +22,9 @@ PRIMARY = "primary"
 FALLBACK = "fallback"
 ANSWER_WORDS = 60
 """Words of every scenario's answer: long enough to be cut after 40."""
+WORD_GAP = 0.01
+"""Seconds between the words of a primary that breaks off mid-answer: its first 40
+words reach the caller before the break, as a real stream's would."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,17 +81,17 @@ FAULTS: tuple[FaultScenario, ...] = (
     FaultScenario(
         "cut_mid_answer",
         "stream cut after 40 words; fallback takes a prefill",
-        "cut_after=40",
+        f"cut_after=40,delay={WORD_GAP}",
     ),
     FaultScenario(
         "stall_mid_answer",
         "stream stalls after 40 words; fallback takes a prefill",
-        "stall_after=40",
+        f"stall_after=40,delay={WORD_GAP}",
     ),
     FaultScenario(
         "cut_prefill_refused",
         "stream cut after 40 words; fallback refuses a prefill",
-        "cut_after=40",
+        f"cut_after=40,delay={WORD_GAP}",
         "reject_prefill",
     ),
     FaultScenario("malformed_chunk", "one malformed SSE chunk", "malformed=20"),
