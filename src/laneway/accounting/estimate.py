@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from laneway.core.types import Usage
+from laneway.core.types import EmbedInput, Usage
 
 CHARS_PER_TOKEN = 4
 
@@ -44,11 +44,14 @@ def chat_usage_or_estimate(
     return Usage(prompt, completion, prompt + completion, thought, None, source="estimated")
 
 
-def embed_usage_or_estimate(usage: Usage, estimate: bool, inputs: Iterable[str]) -> Usage:
-    """``usage`` as reported, or an estimate over the inputs (embeddings have no output)."""
+def embed_usage_or_estimate(usage: Usage, estimate: bool, inputs: Iterable[EmbedInput]) -> Usage:
+    """``usage`` as reported, or an estimate over the inputs (embeddings have no output).
+
+    A token array needs no estimate: its length is its token count.
+    """
     if usage.known or not estimate:
         return usage
-    prompt = sum(estimate_tokens(text) for text in inputs)
+    prompt = sum(estimate_tokens(item) if isinstance(item, str) else len(item) for item in inputs)
     return Usage(prompt, None, prompt, None, None, source="estimated")
 
 

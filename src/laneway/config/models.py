@@ -380,7 +380,8 @@ class ServerConfig(Strict):
 
     host: str = "127.0.0.1"
     port: int = Field(default=4000, ge=0, le=65535)
-    max_request_bytes: Size = 4 * 1024 * 1024
+    max_request_bytes: Size = 32 * 1024 * 1024
+    """Anthropic's own request limit: room for several base64 images in one vision request."""
     keys: list[KeyConfig] = Field(default_factory=list)
     drain_timeout: Duration = 10.0
     deadline_margin: Duration = 0.05

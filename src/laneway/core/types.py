@@ -7,9 +7,12 @@ figure for this call. A missing figure is never turned into 0.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+EmbedInput = str | list[int]
+"""One embeddings input: a text, or a text already tokenised (LangChain sends these)."""
 UsageSource = Literal["provider", "estimated", "none"]
 CacheStatus = Literal["hit", "miss", "bypass", "refresh"]
 """What the response cache did: answered (``hit``), missed and kept the answer (``miss``),
@@ -103,19 +106,29 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """A chat call: OpenAI-shaped messages plus pass-through parameters."""
+    """A chat call: OpenAI-shaped messages plus pass-through parameters.
+
+    ``headers`` are the caller's headers to forward upstream (``X-Request-Id``,
+    ``OpenAI-Organization``...); each adapter sends those its wire format takes.
+    They are not part of what is asked, so the response cache ignores them.
+    """
 
     messages: list[dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class EmbedRequest:
-    """An embeddings call over one or more input texts."""
+    """An embeddings call over one or more inputs: texts, or token arrays (``EmbedInput``).
 
-    inputs: list[str]
+    ``headers`` are forwarded upstream, as for ``ChatRequest``.
+    """
+
+    inputs: Sequence[EmbedInput]
     dimensions: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

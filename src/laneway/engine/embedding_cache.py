@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import orjson
 
 from laneway.cache.port import CacheStore
+from laneway.core.types import EmbedInput
 from laneway.engine.lane import Lane
 
 Vector = list[float]
@@ -29,7 +30,7 @@ class EmbeddingCache:
         self.store = store
 
     async def lookup(
-        self, lane: Lane, dimensions: int | None, texts: Sequence[str]
+        self, lane: Lane, dimensions: int | None, texts: Sequence[EmbedInput]
     ) -> list[Vector | None]:
         """The cached vector of each text, in order (``None`` where there is none)."""
         keys = [item_key(lane, dimensions, text) for text in texts]
@@ -37,7 +38,11 @@ class EmbeddingCache:
         return [decode_vector(value, dimensions) for value in values]
 
     async def save(
-        self, lane: Lane, dimensions: int | None, texts: Sequence[str], vectors: Sequence[Vector]
+        self,
+        lane: Lane,
+        dimensions: int | None,
+        texts: Sequence[EmbedInput],
+        vectors: Sequence[Vector],
     ) -> None:
         """Keep the vectors an upstream just returned (they passed every check)."""
         items = {
@@ -47,10 +52,16 @@ class EmbeddingCache:
         await self.store.put_many(items, None)
 
 
-def item_key(lane: Lane, dimensions: int | None, text: str) -> str:
-    """``emb:<lane>:<digest>``; the lane prefix lets an operator drop one lane's entries."""
+def item_key(lane: Lane, dimensions: int | None, item: EmbedInput) -> str:
+    """``emb:<lane>:<digest>``; the lane prefix lets an operator drop one lane's entries.
+
+    A token array is keyed apart from every text (``tokens:`` never starts a hex digest).
+    """
     models = [source.config.model for source in lane.sources]
-    text_hash = hashlib.sha256(text.encode()).hexdigest()
+    if isinstance(item, str):
+        text_hash = hashlib.sha256(item.encode()).hexdigest()
+    else:
+        text_hash = "tokens:" + hashlib.sha256(orjson.dumps(item)).hexdigest()
     identity = orjson.dumps([lane.name, models, dimensions, text_hash])
     return f"emb:{lane.name}:{hashlib.sha256(identity).hexdigest()}"
 

@@ -249,6 +249,8 @@ class Engine:
         await self.cache.aclose()
 
 
-def chat_request(messages: Any, params: Mapping[str, Any]) -> ChatRequest:
+def chat_request(
+    messages: Any, params: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> ChatRequest:
     """Validate caller messages into a ``ChatRequest`` (errors name the field)."""
-    return ChatRequest(check_messages(messages), dict(params))
+    return ChatRequest(check_messages(messages), dict(params), headers or {})

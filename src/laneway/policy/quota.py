@@ -68,8 +68,9 @@ def estimate_tokens(request: ChatRequest | EmbedRequest) -> int:
     Only sizes a reservation: settlement replaces it with the real usage.
     """
     if isinstance(request, EmbedRequest):
-        chars = sum(len(text) for text in request.inputs)
-        return math.ceil(chars / CHARS_PER_TOKEN)
+        chars = sum(len(item) for item in request.inputs if isinstance(item, str))
+        tokens = sum(len(item) for item in request.inputs if not isinstance(item, str))
+        return math.ceil(chars / CHARS_PER_TOKEN) + tokens
     chars = sum(_content_chars(m.get("content")) for m in request.messages)
     limit = request.params.get("max_completion_tokens") or request.params.get("max_tokens")
     completion = limit if isinstance(limit, int) else 0

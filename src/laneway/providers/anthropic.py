@@ -43,6 +43,7 @@ from laneway.providers.base import (
     token_count,
     tool_call,
     tool_call_delta,
+    with_request_id,
 )
 
 API_VERSION = "2023-06-01"
@@ -88,7 +89,8 @@ class AnthropicProvider:
         body = messages_body(request, self.model, self.max_tokens)
         if stream:
             body["stream"] = True
-        return HttpRequest("POST", self._url, self._headers, orjson.dumps(body))
+        headers = with_request_id(self._headers, request.headers)
+        return HttpRequest("POST", self._url, headers, orjson.dumps(body))
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
         """Parse a ``message`` into text, reasoning and tool calls (or a JSON answer)."""

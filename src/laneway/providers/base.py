@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from laneway.core.errors import AttemptFailure, Inexpressible
+from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
 from laneway.core.retry_after import parse_retry_after
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import (
     NO_USAGE,
     ChatChunk,
     ChatRequest,
+    EmbedInput,
     EmbedRequest,
     Reasoning,
     Usage,
@@ -208,6 +209,28 @@ def as_context_length(failure: AttemptFailure, marker: str) -> AttemptFailure:
     if failure.kind == "rejected" and marker in failure.message.lower():
         return dataclasses.replace(failure, kind="context_length")
     return failure
+
+
+def with_request_id(own: Mapping[str, str], forwarded: Mapping[str, str]) -> Mapping[str, str]:
+    """A native API's headers plus the caller's ``x-request-id`` (its only forwarded header).
+
+    The other forwarded headers (``OpenAI-Organization``...) belong to OpenAI's API.
+    """
+    request_id = forwarded.get("x-request-id")
+    return own if request_id is None else {**own, "x-request-id": request_id}
+
+
+def text_inputs(inputs: Sequence[EmbedInput], api: str) -> list[str]:
+    """Embeddings inputs for a wire format that takes text only: token arrays are refused.
+
+    A token array is the tokens of one model's tokenizer; another model would
+    embed different text, so it is never decoded or passed on as numbers.
+    """
+    for index, item in enumerate(inputs):
+        if not isinstance(item, str):
+            message = f"is a token array; {api} takes text only: send the text"
+            raise RequestInvalid(f"input[{index}]", message)
+    return [item for item in inputs if isinstance(item, str)]
 
 
 def openai_usage_dict(usage: Usage) -> dict[str, Any] | None:

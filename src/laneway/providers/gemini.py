@@ -37,6 +37,8 @@ from laneway.providers.base import (
     openai_chunk,
     openai_completion,
     reasoning_of,
+    text_inputs,
+    with_request_id,
     token_count,
     tool_call,
     tool_call_delta,
@@ -94,7 +96,8 @@ class GeminiProvider:
         """Build the ``generateContent`` (or SSE ``streamGenerateContent``) request."""
         body = generate_body(request)
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        return HttpRequest("POST", f"{self._root}:{method}", self._headers, orjson.dumps(body))
+        headers = with_request_id(self._headers, request.headers)
+        return HttpRequest("POST", f"{self._root}:{method}", headers, orjson.dumps(body))
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
         """Parse a ``GenerateContentResponse``; a blocked prompt is a ``content_filter`` answer."""
@@ -126,10 +129,11 @@ class GeminiProvider:
         pinned = {} if request.dimensions is None else {"outputDimensionality": request.dimensions}
         items = [
             {"model": f"models/{self.model}", "content": {"parts": [{"text": text}]}, **pinned}
-            for text in request.inputs
+            for text in text_inputs(request.inputs, "Gemini's batchEmbedContents")
         ]
         body = orjson.dumps({"requests": items})
-        return HttpRequest("POST", f"{self._root}:batchEmbedContents", self._headers, body)
+        headers = with_request_id(self._headers, request.headers)
+        return HttpRequest("POST", f"{self._root}:batchEmbedContents", headers, body)
 
     def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
         """Parse ``embeddings[].values`` (in request order) and ``usageMetadata``."""

@@ -56,7 +56,7 @@ class OpenAIProvider:
         else:
             body.pop("stream", None)
             body.pop("stream_options", None)
-        return HttpRequest("POST", self._chat_url, self._headers, orjson.dumps(body))
+        return HttpRequest("POST", self._chat_url, self._sent(request.headers), orjson.dumps(body))
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
         """Parse ``chat.completion``; error answers become classified failures."""
@@ -95,11 +95,18 @@ class OpenAIProvider:
         return _chunk(event)
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
-        """Build ``/embeddings``; ``dimensions`` is sent when the lane pins it."""
+        """Build ``/embeddings``; ``dimensions`` is sent when the lane pins it.
+
+        Token arrays go as they came: OpenAI-compatible embeddings APIs take them.
+        """
         body: dict[str, Any] = {**request.params, "model": self.model, "input": request.inputs}
         if request.dimensions is not None:
             body["dimensions"] = request.dimensions
-        return HttpRequest("POST", self._embed_url, self._headers, orjson.dumps(body))
+        return HttpRequest("POST", self._embed_url, self._sent(request.headers), orjson.dumps(body))
+
+    def _sent(self, forwarded: Mapping[str, str]) -> Mapping[str, str]:
+        """The source's own headers, after the caller's forwarded ones (which cannot replace them)."""
+        return {**forwarded, **self._headers} if forwarded else self._headers
 
     def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
         """Parse the vectors, reordered by their ``index``."""

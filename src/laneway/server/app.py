@@ -5,12 +5,16 @@ one JSON parse and hand-written field checks before the engine call; every
 per-lane and per-key answer that does not change (model lists, readiness) is
 rendered once, at construction. The ``model`` of a request names the lane.
 
-Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``POST
-/v1/ocr`` (Mistral's OCR shape, on ``kind: ocr`` lanes), ``GET /v1/models``,
-``GET /healthz``, ``GET /readyz`` and, when the gateway was given ``Metrics``,
-``GET /metrics``. Answers to calls carry ``X-Laneway-Lane``, ``-Source``,
-``-Attempts``, ``-Cache`` (``hit``, ``miss``, ``bypass``) and, when not
-streamed, ``-Usage`` (``provider``, ``estimated``, ``none``; see ``render``).
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/messages`` (Anthropic's
+Messages API), ``POST /v1/responses`` (OpenAI's Responses API, text and
+tools), ``POST /v1/embeddings``, ``POST /v1/ocr`` (Mistral's OCR shape, on
+``kind: ocr`` lanes), ``GET /v1/models``, ``GET /v1/models/{id}`` (each also
+without the ``/v1`` prefix), ``GET /healthz``, ``GET /readyz`` and, when the
+gateway was given ``Metrics``, ``GET /metrics``. Answers to calls carry
+``X-Laneway-Lane``, ``-Source``, ``-Attempts``, ``-Cache`` (``hit``, ``miss``,
+``bypass``) and, when not streamed, ``-Usage`` (``provider``, ``estimated``,
+``none``; see ``render``). Every answer carries ``X-Request-Id``
+(``request_ids``).
 
 ``GET /metrics`` (Prometheus text) is guarded like ``/v1``: open when no
 ``server.keys`` are configured (``laneway serve`` then binds loopback only),
@@ -32,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +49,7 @@ from laneway.engine.gateway import Engine
 from laneway.engine.ocr_mistral import parse_ocr_request
 from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
+from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
 from laneway.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -57,21 +61,27 @@ from laneway.server.asgi import (
     send_reply,
 )
 from laneway.server.browsers import BrowserGuard
-from laneway.server.errors import Refused, call_headers, error_reply, internal_error_reply
+from laneway.server.dialect import OPENAI_CHAT, Dialect, InboundChat
+from laneway.server.errors import Refused, call_headers
 from laneway.server.health import lane_states, readiness_body
-from laneway.server.keys import Caller, KeyRing
+from laneway.server.keys import Caller, KeyRing, model_body
 from laneway.server.parse import (
-    ChatCall,
     cache_control,
     caller_deadline,
-    chat_call,
     check_embed_bounds,
     embed_call,
     json_object,
     lane_name,
 )
 from laneway.server.protocol import DEPARTURE, Departure
-from laneway.server.render import answer_headers, chat_body, embeddings_body, ocr_body
+from laneway.server.render import answer_headers, embeddings_body, ocr_body
+from laneway.server.request_ids import (
+    REQUEST_ID_RULE,
+    forwarded_headers,
+    request_id,
+    tagging_send,
+)
+from laneway.server.responses_api import RESPONSES
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
@@ -81,25 +91,31 @@ if TYPE_CHECKING:
 TELEMETRY_FLUSH_TIMEOUT = 5.0
 """Seconds the shutdown waits for queued telemetry; records still queued are dropped."""
 
-MAX_REQUEST_ID = 128
-"""Characters of a caller's ``X-Request-Id`` kept in telemetry; a longer one is a 400."""
-
 _NO_CALL = call_headers("", None, 0)
-_KINDS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embed", "/v1/ocr": "ocr"}
-"""The call kind of each call endpoint, for the record of a request that crashed."""
+_MODEL_PATHS = ("/v1/models/", "/models/")
+_KINDS = {"/chat/completions": "chat", "/messages": "chat", "/responses": "chat"}
+_KINDS |= {"/embeddings": "embed", "/ocr": "ocr"}
+"""The call kind of each call endpoint (``/v1`` or not), for the record of a crashed request."""
 
 log = logging.getLogger("laneway.server")
 
 
 @dataclass(slots=True)
 class Exchange:
-    """One request in flight: its channels, headers, and the lane once known."""
+    """One request in flight: its channels, headers, and the lane once known.
+
+    ``send`` adds ``X-Request-Id`` to the response head; ``dialect`` gives
+    the error shapes of the endpoint (OpenAI's unless it speaks another format).
+    """
 
     receive: Receive
     send: Send
     headers: dict[bytes, bytes]
     departure: Departure | None
+    request_id: str
+    path: str
     lane: str = ""
+    dialect: Dialect = OPENAI_CHAT
 
 
 Handler = Callable[[Exchange], Awaitable[None]]
@@ -134,11 +150,17 @@ class Gateway:
         self._ready_summary = orjson.dumps({"ready": self._ready[0] == 200})
         self.browsers = BrowserGuard(server, open_gateway=self.keys.open)
         self._all_lanes = frozenset(engine.lanes)
+        api: dict[str, tuple[str, Handler]] = {
+            "/chat/completions": ("POST", self._chat),
+            "/messages": ("POST", self._messages),
+            "/responses": ("POST", self._responses),
+            "/embeddings": ("POST", self._embed),
+            "/ocr": ("POST", self._ocr),
+            "/models": ("GET", self._models),
+        }
         self._routes: dict[str, tuple[str, Handler]] = {
-            "/v1/chat/completions": ("POST", self._chat),
-            "/v1/embeddings": ("POST", self._embed),
-            "/v1/ocr": ("POST", self._ocr),
-            "/v1/models": ("GET", self._models),
+            **{f"/v1{path}": route for path, route in api.items()},
+            **api,
             "/healthz": ("GET", self._healthz),
             "/readyz": ("GET", self._readyz),
         }
@@ -153,42 +175,53 @@ class Gateway:
             await self._lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        exchange = Exchange(receive, send, dict(scope["headers"]), scope.get(DEPARTURE))
+        headers = dict(scope["headers"])
+        rid, usable = request_id(headers)
+        tagged = tagging_send(send, rid)
+        exchange = Exchange(receive, tagged, headers, scope.get(DEPARTURE), rid, scope["path"])
         started = self.engine.recorder.start()
         try:
             self.browsers.check(exchange.headers)
+            if not usable:
+                raise RequestInvalid("X-Request-Id", REQUEST_ID_RULE)
             origin = exchange.headers.get(b"origin")
             if scope["method"] == "OPTIONS":
                 await self._send(exchange, self._options(scope, origin))
                 return
             if origin is not None:
-                exchange.send = self.browsers.with_cors(send, origin)
+                exchange.send = self.browsers.with_cors(tagged, origin)
             await self._route(scope)(exchange)
         except ClientGone:
             return
         except (LanewayError, Refused) as exc:
-            await self._send(exchange, error_reply(exc, exchange.lane))
+            await self._send(exchange, exchange.dialect.error(exc, exchange.lane))
         except Exception:
             await self._crashed(scope, exchange, started)
 
     async def _crashed(self, scope: Scope, ex: Exchange, started: CallClock) -> None:
-        """Answer an unexpected exception: a log line, a record, an OpenAI-shaped 500.
+        """Answer an unexpected exception: a log line, a record, a 500 in the endpoint's shape.
 
         Called from inside the ``except`` block, so the log carries the
         traceback; the caller gets only the request id that finds it.
         """
-        raw_id = ex.headers.get(b"x-request-id")
-        request_id = uuid.uuid4().hex if raw_id is None else raw_id.decode("latin-1")
         path: str = scope["path"]
-        log.exception("internal error on %s %s, request id %s", scope["method"], path, request_id)
-        meta = CallMeta(request_id=request_id)
-        self.engine.recorder.crashed(ex.lane, _KINDS.get(path, ""), started, meta)
+        rid = ex.request_id
+        log.exception("internal error on %s %s, request id %s", scope["method"], path, rid)
+        kind = _KINDS.get(path.removeprefix("/v1"), "")
+        self.engine.recorder.crashed(ex.lane, kind, started, CallMeta(request_id=rid))
         with contextlib.suppress(Exception):  # the head may be out already: nothing more to say
-            await self._send(ex, internal_error_reply(ex.lane, request_id))
+            await self._send(ex, ex.dialect.crash(ex.lane, rid))
+
+    def _lookup(self, path: str) -> tuple[str, Handler] | None:
+        """The method and handler of ``path`` (``/v1/models/{id}`` by its prefix)."""
+        route = self._routes.get(path)
+        if route is None and path.startswith(_MODEL_PATHS):
+            return ("GET", self._model)
+        return route
 
     def _route(self, scope: Scope) -> Handler:
         path: str = scope["path"]
-        route = self._routes.get(path)
+        route = self._lookup(path)
         if route is None:
             raise Refused(404, "not_found", f"no such endpoint: {path}")
         method, handler = route
@@ -201,7 +234,7 @@ class Gateway:
     def _options(self, scope: Scope, origin: bytes | None) -> Reply:
         """``OPTIONS``: a listed origin's CORS preflight, or the route's ``Allow``."""
         path: str = scope["path"]
-        route = self._routes.get(path)
+        route = self._lookup(path)
         if route is None:
             raise Refused(404, "not_found", f"no such endpoint: {path}")
         methods = b"GET, HEAD, OPTIONS" if route[0] == "GET" else b"POST, OPTIONS"
@@ -245,8 +278,21 @@ class Gateway:
             )
 
     async def _chat(self, ex: Exchange) -> None:
+        await self._converse(ex, OPENAI_CHAT)
+
+    async def _messages(self, ex: Exchange) -> None:
+        """Anthropic's Messages API on any chat lane (``anthropic_messages``)."""
+        await self._converse(ex, ANTHROPIC_MESSAGES)
+
+    async def _responses(self, ex: Exchange) -> None:
+        """OpenAI's Responses API, its text and tools subset, on any chat lane."""
+        await self._converse(ex, RESPONSES)
+
+    async def _converse(self, ex: Exchange, dialect: Dialect) -> None:
+        """One chat call read and answered in ``dialect``'s wire format."""
+        ex.dialect = dialect
         caller, data, lane = await self._request(ex)
-        call = chat_call(data)
+        call = dialect.read(data, forwarded_headers(ex.headers, ex.request_id))
         deadline = caller_deadline(ex.headers, self._margin, streaming=call.stream)
         meta = _meta(caller, ex)
         if call.stream:
@@ -257,15 +303,15 @@ class Gateway:
             result = await self.engine.chat(
                 lane, call.request, deadline=deadline, meta=meta, cache=cache_control(ex.headers)
             )
-        await self._reply(ex, lane, result, chat_body(result))
+        await self._reply(ex, lane, result, call.body(result))
 
     async def _stream(
-        self, ex: Exchange, lane: str, call: ChatCall, deadline: float | None, meta: CallMeta
+        self, ex: Exchange, lane: str, call: InboundChat, deadline: float | None, meta: CallMeta
     ) -> None:
         stream = self.engine.chat_stream(lane, call.request, deadline=deadline, meta=meta)
         try:
             with DisconnectWatch(ex.receive, ex.departure):
-                closing = await forward_stream(stream, ex.send, call.include_usage)
+                closing = await forward_stream(stream, ex.send, call.encoder())
         finally:
             await stream.aclose()
         if self.metrics is not None:
@@ -274,7 +320,7 @@ class Gateway:
 
     async def _embed(self, ex: Exchange) -> None:
         caller, data, lane = await self._request(ex)
-        call = embed_call(data)
+        call = embed_call(data, forwarded_headers(ex.headers, ex.request_id))
         check_embed_bounds(call, self.engine.lanes[lane].config)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
         with self._running(ex):
@@ -301,7 +347,7 @@ class Gateway:
 
     async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:
         """The caller, the JSON body and the lane it names (checked against the key)."""
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        caller = self.keys.caller(ex.headers)
         data = await self._json(ex)
         return caller, data, self._lane(caller, data, ex)
 
@@ -334,12 +380,20 @@ class Gateway:
         await self._send(ex, Reply(200, body, headers))
 
     async def _models(self, ex: Exchange) -> None:
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        caller = self.keys.caller(ex.headers)
         await self._send(ex, Reply(200, caller.models_body, _NO_CALL))
+
+    async def _model(self, ex: Exchange) -> None:
+        """``GET /v1/models/{id}``: one lane the caller may use, else 404 as for an unknown lane."""
+        caller = self.keys.caller(ex.headers)
+        name = ex.path.partition("/models/")[2]
+        if not caller.may_use(name):
+            raise UnknownLane(name, list(caller.lanes))
+        await self._send(ex, Reply(200, model_body(name), _NO_CALL))
 
     async def _metrics(self, ex: Exchange) -> None:
         """Prometheus exposition of every lane (who may scrape: see the module doc)."""
-        caller = self.keys.caller(ex.headers.get(b"authorization"))
+        caller = self.keys.caller(ex.headers)
         if not self._may_scrape(caller):
             message = "the metrics cover every lane; this key may use only some of them"
             raise Refused(403, "permission_denied", message)
@@ -363,11 +417,10 @@ class Gateway:
         await self._send(ex, Reply(status, body, _NO_CALL))
 
     def _shows_detail(self, ex: Exchange) -> bool:
-        authorization = ex.headers.get(b"authorization")
-        if authorization is None:
+        if b"authorization" not in ex.headers and b"x-api-key" not in ex.headers:
             return False
         try:
-            return self._may_scrape(self.keys.caller(authorization))
+            return self._may_scrape(self.keys.caller(ex.headers))
         except Refused:
             return False
 
@@ -407,10 +460,5 @@ def _freeze_startup_heap() -> None:
 
 
 def _meta(caller: Caller, ex: Exchange) -> CallMeta:
-    """Who asked: the key's name, and the caller's ``X-Request-Id`` when it sent one."""
-    request_id = ex.headers.get(b"x-request-id")
-    if request_id is None:
-        return caller.meta
-    if len(request_id) > MAX_REQUEST_ID:
-        raise RequestInvalid("X-Request-Id", f"must be at most {MAX_REQUEST_ID} characters")
-    return CallMeta(request_id=request_id.decode("latin-1"), caller=caller.name)
+    """Who asked: the key's name, and the request's id (the caller's or laneway's)."""
+    return CallMeta(request_id=ex.request_id, caller=caller.name)

@@ -68,7 +68,7 @@ def call_headers(lane: str, source: str | None, attempts: int) -> Headers:
 
 def error_reply(exc: Exception, lane: str) -> Reply:
     """The HTTP answer for ``exc``; ``lane`` is the lane the request named, if known."""
-    status, body, headers = _described(exc, lane)
+    status, body, headers = describe_error(exc, lane)
     return Reply(status, orjson.dumps(body), headers)
 
 
@@ -79,20 +79,20 @@ def internal_error_reply(lane: str, request_id: str) -> Reply:
         "error": _error(message, 500, "internal_error"),
         "laneway": {"lane": lane or None, "request_id": request_id},
     }
-    headers = [*call_headers(lane, None, 0), (b"x-request-id", request_id.encode("latin-1"))]
-    return Reply(500, orjson.dumps(body), headers)
+    return Reply(500, orjson.dumps(body), call_headers(lane, None, 0))
 
 
 def sse_error(exc: Exception, lane: str) -> bytes:
     """The in-band SSE event that ends a stream whose headers were already sent."""
     if isinstance(exc, LanewayError):
-        body = _described(exc, lane)[1]
+        body = describe_error(exc, lane)[1]
     else:
         body = {"error": _error("internal error in the gateway", 500, "internal_error")}
     return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
-def _described(exc: Exception, lane: str) -> tuple[int, dict[str, Any], Headers]:
+def describe_error(exc: Exception, lane: str) -> tuple[int, dict[str, Any], Headers]:
+    """The status, OpenAI-shaped body and headers of the answer to ``exc``."""
     if isinstance(exc, CallFailed):
         return _call_failed(exc)
     status, code, param = _request_error(exc)

@@ -1,4 +1,7 @@
-"""Callers' bearer keys: who is calling, and which lanes they may use.
+"""Callers' keys: who is calling, and which lanes they may use.
+
+A key comes as ``Authorization: Bearer <key>`` (OpenAI's SDKs) or as
+``x-api-key: <key>`` (Anthropic's); the bearer form wins when both are sent.
 
 Keys are held only as sha256 digests and compared with ``hmac.compare_digest``
 on digests of equal length, so neither the key nor its length shows in the
@@ -39,9 +42,17 @@ class Caller:
 
 def make_caller(name: str | None, lanes: Sequence[str]) -> Caller:
     """A caller permitted ``lanes``, with its ``GET /v1/models`` answer rendered once."""
-    models = [{"id": n, "object": "model", "created": 0, "owned_by": "laneway"} for n in lanes]
-    body = orjson.dumps({"object": "list", "data": models})
+    body = orjson.dumps({"object": "list", "data": [_model(lane) for lane in lanes]})
     return Caller(name, tuple(lanes), frozenset(lanes), body, CallMeta(caller=name))
+
+
+def model_body(lane: str) -> bytes:
+    """The ``GET /v1/models/{id}`` answer for ``lane``."""
+    return orjson.dumps(_model(lane))
+
+
+def _model(lane: str) -> dict[str, object]:
+    return {"id": lane, "object": "model", "created": 0, "owned_by": "laneway"}
 
 
 class KeyRing:
@@ -73,13 +84,14 @@ class KeyRing:
             return None
         return hashlib.sha256(value.encode()).digest()
 
-    def caller(self, authorization: bytes | None) -> Caller:
-        """The caller the ``Authorization`` header names; ``Refused`` (401) otherwise."""
+    def caller(self, headers: Mapping[bytes, bytes]) -> Caller:
+        """The caller the request's key names; ``Refused`` (401) otherwise."""
         if self.open:
             return self._everyone
-        token = _bearer_token(authorization)
-        if token is None:
-            raise Refused(401, "missing_api_key", "send your key as 'Authorization: Bearer <key>'")
+        token = _bearer_token(headers.get(b"authorization")) or headers.get(b"x-api-key")
+        if not token:
+            message = "send your key as 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+            raise Refused(401, "missing_api_key", message)
         digest = hashlib.sha256(token).digest()
         found: Caller | None = None
         for known, caller in self._entries:

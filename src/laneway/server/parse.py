@@ -21,7 +21,7 @@ import orjson
 from laneway.config.models import LaneConfig
 from laneway.core.errors import RequestInvalid, RequestTooLarge
 from laneway.core.shapes import check_depth, check_strings, check_tools
-from laneway.core.types import CacheControl, ChatRequest, EmbedRequest
+from laneway.core.types import CacheControl, ChatRequest, EmbedInput, EmbedRequest
 from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
 from laneway.engine.gateway import chat_request
 
@@ -108,10 +108,11 @@ def lane_name(data: Mapping[str, Any]) -> str:
     return model
 
 
-def chat_call(data: dict[str, Any]) -> ChatCall:
+def chat_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatCall:
     """Validate a ``/v1/chat/completions`` body (its ``model`` already read).
 
-    ``data`` is consumed: what remains of it becomes the upstream parameters.
+    ``data`` is consumed: what remains of it becomes the upstream parameters;
+    ``forwarded`` are the caller's headers to send upstream.
     """
     check_types(data, CHAT_FIELDS)
     check_tools(data.get("tools"))
@@ -122,14 +123,15 @@ def chat_call(data: dict[str, Any]) -> ChatCall:
         raise RequestInvalid("stream_options.include_usage", "must be a boolean")
     stream = data.get("stream") is True
     del data["model"]
-    request = chat_request(data.pop("messages", None), data)
+    request = chat_request(data.pop("messages", None), data, forwarded)
     return ChatCall(request, stream, include_usage)
 
 
-def embed_call(data: dict[str, Any]) -> EmbedCall:
+def embed_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> EmbedCall:
     """Validate a ``/v1/embeddings`` body (its ``model`` already read).
 
-    ``data`` is consumed: what remains of it becomes the upstream parameters.
+    ``data`` is consumed: what remains of it becomes the upstream parameters;
+    ``forwarded`` are the caller's headers to send upstream.
     """
     check_types(data, EMBED_FIELDS)
     dimensions = data.pop("dimensions", None)
@@ -140,18 +142,38 @@ def embed_call(data: dict[str, Any]) -> EmbedCall:
         raise RequestInvalid("encoding_format", "must be 'float' or 'base64'")
     inputs = _inputs(data.pop("input", None))
     del data["model"]
-    return EmbedCall(EmbedRequest(inputs, dimensions, data), encoding == "base64")
+    request = EmbedRequest(inputs, dimensions, data, forwarded)
+    return EmbedCall(request, encoding == "base64")
 
 
-def _inputs(value: object) -> list[str]:
+def _inputs(value: object) -> list[EmbedInput]:
+    """``input`` as a list of texts and token arrays (OpenAI takes one or a list of either)."""
     if isinstance(value, str):
         return [value]
     if not isinstance(value, list) or not value:
-        raise RequestInvalid("input", "must be a string or a non-empty list of strings")
+        raise RequestInvalid(
+            "input", "must be a string, a token array, or a non-empty list of them"
+        )
+    if all(_is_token(item) for item in value):
+        return [value]
     for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise RequestInvalid(f"input[{index}]", "must be a string (token arrays are not taken)")
+        if not isinstance(item, str) and not _is_token_array(item):
+            message = "must be a string or a non-empty array of token ids (integers)"
+            raise RequestInvalid(f"input[{index}]", message)
     return value
+
+
+def _is_token(item: object) -> bool:
+    return isinstance(item, int) and not isinstance(item, bool) and item >= 0
+
+
+def _is_token_array(item: object) -> bool:
+    return isinstance(item, list) and bool(item) and all(_is_token(token) for token in item)
+
+
+def _input_bytes(item: EmbedInput) -> int:
+    """Bytes of a text; a token array counts its tokens (each at least one byte of text)."""
+    return len(item.encode()) if isinstance(item, str) else len(item)
 
 
 def check_embed_bounds(call: EmbedCall, lane: LaneConfig) -> None:
@@ -173,7 +195,7 @@ def check_embed_bounds(call: EmbedCall, lane: LaneConfig) -> None:
     limit = lane.max_input_bytes
     size = sum(map(len, inputs))
     if limit < size * 4:
-        size = size if size > limit else sum(len(text.encode()) for text in inputs)
+        size = size if size > limit else sum(map(_input_bytes, inputs))
         if size > limit:
             raise RequestTooLarge(
                 "input",

@@ -1,4 +1,7 @@
-"""Forwarding a ``ChatStream`` as server-sent events.
+"""Forwarding a ``ChatStream`` as server-sent events, in the caller's wire format.
+
+A ``StreamEncoder`` writes the events: ``OpenAIEncoder`` here, Anthropic's and
+the Responses API's beside their endpoints.
 
 The response head waits for the engine's first chunk: until content flows the
 engine may still retry, and a call that fails in that time gets a real HTTP
@@ -16,6 +19,7 @@ are recorded in telemetry, never sent in a stream.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 import orjson
 
@@ -36,12 +40,52 @@ SSE_HEADERS = [
 log = logging.getLogger("laneway.server")
 
 
-async def forward_stream(stream: ChatStream, send: Send, include_usage: bool) -> bytes:
-    """Send the head and every chunk; return the closing event, still unsent.
+class StreamEncoder(Protocol):
+    """Writes one stream's events in a wire format (it may keep state: open blocks, counts)."""
+
+    def chunk(self, chunk: ChatChunk) -> bytes:
+        """The events for one engine chunk (empty when it says nothing in this format)."""
+        ...
+
+    def end(self) -> bytes:
+        """The events that close a complete stream."""
+        ...
+
+    def failed(self, exc: Exception, lane: str) -> bytes:
+        """The in-band error event that ends a broken stream."""
+        ...
+
+
+class OpenAIEncoder:
+    """OpenAI's chunks as the upstream sent them; the usage chunk only when asked for."""
+
+    def __init__(self, include_usage: bool) -> None:
+        self._include_usage = include_usage
+
+    def chunk(self, chunk: ChatChunk) -> bytes:
+        """The chunk as one ``data:`` event."""
+        raw = chunk.raw
+        if raw is None or (
+            not self._include_usage and chunk.usage is not None and not raw.get("choices")
+        ):
+            return b""
+        return b"data: " + orjson.dumps(raw) + b"\n\n"
+
+    def end(self) -> bytes:
+        """``[DONE]``."""
+        return DONE
+
+    def failed(self, exc: Exception, lane: str) -> bytes:
+        """A ``data: {"error": ...}`` event (no ``[DONE]`` follows)."""
+        return sse_error(exc, lane)
+
+
+async def forward_stream(stream: ChatStream, send: Send, encoder: StreamEncoder) -> bytes:
+    """Send the head and every chunk; return the closing events, still unsent.
 
     Errors before the first chunk propagate (no head was sent). The closing
-    event, ``[DONE]`` or an in-band error, is returned so the caller can stop
-    watching for a disconnect before it completes the response.
+    events, the encoder's end or its in-band error, are returned so the caller
+    can stop watching for a disconnect before it completes the response.
     """
     chunks = aiter(stream)
     first = await anext(chunks, None)
@@ -50,19 +94,16 @@ async def forward_stream(stream: ChatStream, send: Send, include_usage: bool) ->
     await send({"type": "http.response.start", "status": 200, "headers": head})
     try:
         if first is not None:
-            await _send_chunk(send, first, include_usage)
+            await _send_events(send, encoder.chunk(first))
         async for chunk in chunks:
-            await _send_chunk(send, chunk, include_usage)
+            await _send_events(send, encoder.chunk(chunk))
     except Exception as exc:
         if not isinstance(exc, LanewayError):
             log.exception("stream on lane %s failed after its head was sent", stream.lane.name)
-        return sse_error(exc, stream.lane.name)
-    return DONE
+        return encoder.failed(exc, stream.lane.name)
+    return encoder.end()
 
 
-async def _send_chunk(send: Send, chunk: ChatChunk, include_usage: bool) -> None:
-    raw = chunk.raw
-    if raw is None or (not include_usage and chunk.usage is not None and not raw.get("choices")):
-        return
-    event = b"data: " + orjson.dumps(raw) + b"\n\n"
-    await send({"type": "http.response.body", "body": event, "more_body": True})
+async def _send_events(send: Send, events: bytes) -> None:
+    if events:
+        await send({"type": "http.response.body", "body": events, "more_body": True})

@@ -1,0 +1,242 @@
+"""Answers, streams and errors in the shapes of OpenAI's Responses API.
+
+A chat answer becomes a ``response`` whose ``output`` holds, in order, a
+``reasoning`` item (the source's reasoning as ``reasoning_text`` content), a
+``message`` item with one ``output_text`` part, and one ``function_call``
+item per tool call. An answer cut by ``max_output_tokens`` or a content
+filter is ``incomplete`` with its reason. Usage the source did not report is
+``null``. A stream sends the Responses API's events: ``response.created``,
+``response.in_progress``, per item ``output_item.added``/``done`` around its
+deltas (``output_text``, ``reasoning_text``, ``function_call_arguments``), then
+``response.completed`` (or ``response.incomplete``); a failure after the head
+ends it with an ``error`` event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from laneway.core.types import ChatChunk, LLMResponse, Usage
+from laneway.server.answer_parts import Block, BlockReader, Closed, Grew, Opened, answer_parts
+from laneway.server.errors import describe_error
+
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+_ITEM_PREFIX = {"text": "msg", "reasoning": "rs", "tool": "fc"}
+
+
+def response_body(echo: Mapping[str, Any], result: LLMResponse) -> bytes:
+    """The complete answer as a ``response`` object."""
+    parts = answer_parts(result)
+    base = _base_id(parts.id)
+    blocks: list[Block] = []
+    if parts.reasoning:
+        blocks.append(Block(len(blocks), "reasoning", parts.reasoning))
+    if parts.text:
+        blocks.append(Block(len(blocks), "text", parts.text))
+    for call in parts.tool_calls:
+        blocks.append(Block(len(blocks), "tool", call.arguments, call.id, call.name))
+    output = [_item(base, block, "completed") for block in blocks]
+    response = _response(echo, base, parts.model, parts.finish_reason, output)
+    response["usage"] = responses_usage(result.usage)
+    created = result.raw.get("created")
+    if isinstance(created, int):
+        response["created_at"] = created
+    return orjson.dumps(response)
+
+
+def _base_id(answer_id: str) -> str:
+    return answer_id or f"laneway-{time.time_ns():x}"
+
+
+def _response(
+    echo: Mapping[str, Any],
+    base: str,
+    model: str,
+    finish: str | None,
+    output: list[dict[str, Any]],
+    status: str | None = None,
+) -> dict[str, Any]:
+    reason = _INCOMPLETE.get(finish or "")
+    return {
+        "id": f"resp_{base}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status or ("incomplete" if reason else "completed"),
+        "model": model,
+        "output": output,
+        "incomplete_details": {"reason": reason} if reason else None,
+        "error": None,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "store": False,
+        "truncation": "disabled",
+        "usage": None,
+        **echo,
+    }
+
+
+def _item(base: str, block: Block, status: str) -> dict[str, Any]:
+    item_id = f"{_ITEM_PREFIX[block.kind]}_{base}_{block.index}"
+    if block.kind == "text":
+        content = [{"type": "output_text", "text": block.text, "annotations": []}]
+        return {
+            "type": "message",
+            "id": item_id,
+            "status": status,
+            "role": "assistant",
+            "content": content,
+        }
+    if block.kind == "reasoning":
+        content = [{"type": "reasoning_text", "text": block.text}] if block.text else []
+        return {
+            "type": "reasoning",
+            "id": item_id,
+            "status": status,
+            "summary": [],
+            "content": content,
+        }
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": block.tool_id,
+        "name": block.tool_name,
+        "arguments": block.text,
+        "status": status,
+    }
+
+
+def responses_usage(usage: Usage | None) -> dict[str, Any] | None:
+    """Usage in the Responses API's fields; ``None`` when the source reported none."""
+    if usage is None or not usage.known:
+        return None
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+class ResponsesEncoder:
+    """Writes a stream as the Responses API's events, numbered in order."""
+
+    def __init__(self, echo: Mapping[str, Any]) -> None:
+        self._echo = echo
+        self._reader = BlockReader()
+        self._sequence = 0
+        self._started = False
+
+    def chunk(self, chunk: ChatChunk) -> bytes:
+        """``response.created`` first, then the chunk's item events."""
+        events = self._reader.read(chunk)
+        head = self._start()
+        return head + b"".join(self._block_events(event) for event in events)
+
+    def end(self) -> bytes:
+        """Close the open item, then ``response.completed`` (or ``.incomplete``)."""
+        head = self._start()
+        closing = b"".join(self._block_events(event) for event in self._reader.close())
+        response = self._snapshot(None)
+        response["usage"] = responses_usage(self._reader.usage)
+        kind = f"response.{response['status']}"
+        return head + closing + self._sse(kind, {"response": response})
+
+    def failed(self, exc: Exception, lane: str) -> bytes:
+        """An ``error`` event (the stream ends without ``response.completed``)."""
+        error = describe_error(exc, lane)[1].get("error") or {}
+        payload = {"code": error.get("code"), "message": error.get("message", ""), "param": None}
+        return self._start() + self._sse("error", payload)
+
+    def _snapshot(self, status: str | None) -> dict[str, Any]:
+        reader = self._reader
+        done = "in_progress" if status else "completed"
+        output = [_item(self._base, block, done) for block in reader.blocks]
+        return _response(self._echo, self._base, reader.model, reader.finish_reason, output, status)
+
+    @property
+    def _base(self) -> str:
+        if not self._reader.id:
+            self._reader.id = _base_id("")
+        return self._reader.id
+
+    def _start(self) -> bytes:
+        if self._started:
+            return b""
+        self._started = True
+        created = self._sse("response.created", {"response": self._snapshot("in_progress")})
+        progress = self._sse("response.in_progress", {"response": self._snapshot("in_progress")})
+        return created + progress
+
+    def _block_events(self, event: Opened | Grew | Closed) -> bytes:
+        block = event.block
+        where = {"output_index": block.index}
+        item_id = _item(self._base, block, "in_progress")["id"]
+        if isinstance(event, Opened):
+            added = self._sse(
+                "response.output_item.added",
+                {
+                    **where,
+                    "item": _item(
+                        self._base,
+                        Block(block.index, block.kind, "", block.tool_id, block.tool_name),
+                        "in_progress",
+                    ),
+                },
+            )
+            if block.kind != "text":
+                return added
+            part = {"type": "output_text", "text": "", "annotations": []}
+            return added + self._sse(
+                "response.content_part.added",
+                {**where, "item_id": item_id, "content_index": 0, "part": part},
+            )
+        if isinstance(event, Grew):
+            return self._sse(
+                _DELTA_EVENTS[block.kind],
+                {**where, "item_id": item_id, **_delta_fields(block), "delta": event.text},
+            )
+        return self._closed(block, where, item_id)
+
+    def _closed(self, block: Block, where: dict[str, Any], item_id: str) -> bytes:
+        done_item = self._sse(
+            "response.output_item.done", {**where, "item": _item(self._base, block, "completed")}
+        )
+        if block.kind == "tool":
+            args = {**where, "item_id": item_id, "name": block.tool_name, "arguments": block.text}
+            return self._sse("response.function_call_arguments.done", args) + done_item
+        if block.kind == "reasoning":
+            text = {**where, "item_id": item_id, "content_index": 0, "text": block.text}
+            return self._sse("response.reasoning_text.done", text) + done_item
+        text = {**where, "item_id": item_id, "content_index": 0, "text": block.text, "logprobs": []}
+        part = {"type": "output_text", "text": block.text, "annotations": []}
+        part_done = {**where, "item_id": item_id, "content_index": 0, "part": part}
+        return (
+            self._sse("response.output_text.done", text)
+            + self._sse("response.content_part.done", part_done)
+            + done_item
+        )
+
+    def _sse(self, kind: str, payload: dict[str, Any]) -> bytes:
+        event = {"type": kind, "sequence_number": self._sequence, **payload}
+        self._sequence += 1
+        return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+_DELTA_EVENTS = {
+    "text": "response.output_text.delta",
+    "reasoning": "response.reasoning_text.delta",
+    "tool": "response.function_call_arguments.delta",
+}
+
+
+def _delta_fields(block: Block) -> dict[str, Any]:
+    if block.kind == "text":
+        return {"content_index": 0, "logprobs": []}
+    if block.kind == "reasoning":
+        return {"content_index": 0}
+    return {}
