@@ -38,10 +38,10 @@ from laneway.providers.base import (
     openai_completion,
     reasoning_of,
     text_inputs,
-    with_request_id,
     token_count,
     tool_call,
     tool_call_delta,
+    with_request_id,
 )
 from laneway.providers.gemini_request import generate_body
 

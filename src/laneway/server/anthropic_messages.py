@@ -7,15 +7,19 @@ text and image blocks (base64 and URL sources), ``tool_use`` and
 ``tool_result`` history (as assistant ``tool_calls`` and ``tool`` messages),
 ``tools``, ``tool_choice`` (``auto``, ``any``, ``tool``, ``none``,
 ``disable_parallel_tool_use``), ``max_tokens``, ``stop_sequences``,
-``temperature``, ``top_p``, ``top_k`` (passed on as is), ``metadata.user_id``
-(as ``user``) and ``thinking`` (a budget below 4,096 tokens asks for
-``reasoning_effort: low``, below 16,384 ``medium``, else ``high``).
+``output_config.format`` (a JSON schema, as ``response_format``
+``json_schema``), ``output_config.effort`` (as ``reasoning_effort``),
+``thinking`` (a manual budget below 4,096 tokens asks for ``reasoning_effort:
+low``, below 16,384 ``medium``, else ``high``; ``adaptive`` leaves the choice
+to the source), ``metadata.user_id`` (as ``user``), and from older clients
+``temperature``, ``top_p`` and ``top_k`` (passed on as is).
 
 Left out on purpose: ``thinking`` blocks in the history (the model's earlier
 reasoning; OpenAI's format has no place for it) and ``cache_control`` marks
 (caching hints that do not change the answer). Refused with a 400 naming the
 field: document blocks, images inside a ``tool_result``, Anthropic's server
-tools (web search, code execution...), and any field laneway does not know.
+tools (web search, code execution...), and any field laneway does not know
+(``container``, ``service_tier``, ``speed``...).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ _FIELDS: FieldTypes = {
     "tool_choice": ((dict,), "an object"),
     "metadata": ((dict,), "an object"),
     "thinking": ((dict,), "an object"),
+    "output_config": ((dict,), "an object"),
+    "cache_control": ((dict,), "an object"),
     "model": ((str,), "a string"),
 }
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
@@ -90,10 +96,28 @@ def _params(data: dict[str, Any]) -> dict[str, Any]:
         params["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(data["tools"])]
     if data.get("tool_choice") is not None:
         params.update(_tool_choice(data["tool_choice"]))
-    effort = _effort(data.get("thinking"))
+    output = data.get("output_config") or {}
+    effort = output.get("effort") or _effort(data.get("thinking"))
     if effort is not None:
+        if not isinstance(effort, str):
+            raise RequestInvalid("output_config.effort", "must be a string")
         params["reasoning_effort"] = effort
+    if output.get("format") is not None:
+        params["response_format"] = _format(output["format"])
     return params
+
+
+def _format(spec: object) -> dict[str, Any]:
+    """A JSON schema output format as OpenAI's ``response_format``."""
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or spec.get("type") != "json_schema":
+        raise RequestInvalid("output_config.format.type", "must be 'json_schema'")
+    if not isinstance(schema, dict):
+        raise RequestInvalid("output_config.format.schema", "must be a JSON schema object")
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema, "strict": True},
+    }
 
 
 def _system(system: object) -> list[dict[str, Any]]:
@@ -234,6 +258,8 @@ def _tool(tool: object, where: str) -> dict[str, Any]:
     function: dict[str, Any] = {"name": _string(tool, "name", where), "parameters": schema}
     if isinstance(tool.get("description"), str):
         function["description"] = tool["description"]
+    if isinstance(tool.get("strict"), bool):
+        function["strict"] = tool["strict"]
     return {"type": "function", "function": function}
 
 

@@ -66,9 +66,9 @@ _ENCODINGS = ("float", "base64")
 
 _TOTAL_TIMEOUTS = (
     (b"x-laneway-deadline-ms", 0.001, "X-Laneway-Deadline-Ms"),
-    (b"x-stainless-timeout", 1.0, "X-Stainless-Timeout"),
+    (b"x-stainless-timeout", 1.0, None),
 )
-_ALL_TIMEOUTS = (*_TOTAL_TIMEOUTS, (b"x-stainless-read-timeout", 1.0, "X-Stainless-Read-Timeout"))
+_ALL_TIMEOUTS = (*_TOTAL_TIMEOUTS, (b"x-stainless-read-timeout", 1.0, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,24 +233,27 @@ def caller_deadline(
     ``X-Laneway-Deadline-Ms`` and ``X-Stainless-Timeout`` bound the whole call.
     The OpenAI Python SDK's ``X-Stainless-Read-Timeout`` bounds each read, which
     for a non-streamed answer is the whole wait; for a stream it is not, so it
-    is ignored there. The tightest bound wins.
+    is ignored there. The tightest bound wins. The SDKs' own headers are read
+    where they hold a number and skipped otherwise (the Anthropic SDK sends
+    ``NOT_GIVEN`` when no timeout was set); laneway's header must be valid.
     """
     bound = math.inf
     for key, scale, name in _TOTAL_TIMEOUTS if streaming else _ALL_TIMEOUTS:
         raw = headers.get(key)
-        if raw is not None:
-            bound = min(bound, _seconds(raw, name) * scale)
+        seconds = None if raw is None else _seconds(raw)
+        if seconds is not None:
+            bound = min(bound, seconds * scale)
+        elif raw is not None and name is not None:
+            raise RequestInvalid(name, "must be a positive number")
     return None if bound == math.inf else max(bound - margin, 0.0)
 
 
-def _seconds(raw: bytes, name: str) -> float:
+def _seconds(raw: bytes) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        value = math.nan
-    if not value > 0 or math.isinf(value):
-        raise RequestInvalid(name, "must be a positive number")
-    return value
+        return None
+    return value if value > 0 and not math.isinf(value) else None
 
 
 def cache_control(headers: Mapping[bytes, bytes]) -> CacheControl | None:
