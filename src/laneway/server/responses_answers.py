@@ -21,7 +21,14 @@ from typing import Any
 import orjson
 
 from laneway.core.types import ChatChunk, LLMResponse, Usage
-from laneway.server.answer_parts import Block, BlockReader, Closed, Grew, Opened, answer_parts
+from laneway.server.answer_parts import (
+    Block,
+    BlockEvent,
+    BlockReader,
+    Grew,
+    Opened,
+    answer_parts,
+)
 from laneway.server.errors import describe_error
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -79,8 +86,12 @@ def _response(
     }
 
 
+def _item_id(base: str, block: Block) -> str:
+    return f"{_ITEM_PREFIX[block.kind]}_{base}_{block.index}"
+
+
 def _item(base: str, block: Block, status: str) -> dict[str, Any]:
-    item_id = f"{_ITEM_PREFIX[block.kind]}_{base}_{block.index}"
+    item_id = _item_id(base, block)
     if block.kind == "text":
         content = [{"type": "output_text", "text": block.text, "annotations": []}]
         return {
@@ -172,54 +183,46 @@ class ResponsesEncoder:
         progress = self._sse("response.in_progress", {"response": self._snapshot("in_progress")})
         return created + progress
 
-    def _block_events(self, event: Opened | Grew | Closed) -> bytes:
+    def _block_events(self, event: BlockEvent) -> bytes:
         block = event.block
-        where = {"output_index": block.index}
-        item_id = _item(self._base, block, "in_progress")["id"]
+        ids = {"output_index": block.index, "item_id": _item_id(self._base, block)}
         if isinstance(event, Opened):
-            added = self._sse(
-                "response.output_item.added",
-                {
-                    **where,
-                    "item": _item(
-                        self._base,
-                        Block(block.index, block.kind, "", block.tool_id, block.tool_name),
-                        "in_progress",
-                    ),
-                },
-            )
-            if block.kind != "text":
-                return added
-            part = {"type": "output_text", "text": "", "annotations": []}
-            return added + self._sse(
-                "response.content_part.added",
-                {**where, "item_id": item_id, "content_index": 0, "part": part},
-            )
+            return self._opened(block, ids)
         if isinstance(event, Grew):
-            return self._sse(
-                _DELTA_EVENTS[block.kind],
-                {**where, "item_id": item_id, **_delta_fields(block), "delta": event.text},
-            )
-        return self._closed(block, where, item_id)
+            fields = {**ids, **_delta_fields(block), "delta": event.text}
+            return self._sse(_DELTA_EVENTS[block.kind], fields)
+        return self._closed(block, ids)
 
-    def _closed(self, block: Block, where: dict[str, Any], item_id: str) -> bytes:
-        done_item = self._sse(
-            "response.output_item.done", {**where, "item": _item(self._base, block, "completed")}
+    def _opened(self, block: Block, ids: dict[str, Any]) -> bytes:
+        empty = Block(block.index, block.kind, "", block.tool_id, block.tool_name)
+        item = _item(self._base, empty, "in_progress")
+        added = self._sse("response.output_item.added", {"output_index": block.index, "item": item})
+        if block.kind != "text":
+            return added
+        part = {"type": "output_text", "text": "", "annotations": []}
+        return added + self._sse(
+            "response.content_part.added", {**ids, "content_index": 0, "part": part}
         )
+
+    def _closed(self, block: Block, ids: dict[str, Any]) -> bytes:
+        events: list[bytes] = []
         if block.kind == "tool":
-            args = {**where, "item_id": item_id, "name": block.tool_name, "arguments": block.text}
-            return self._sse("response.function_call_arguments.done", args) + done_item
-        if block.kind == "reasoning":
-            text = {**where, "item_id": item_id, "content_index": 0, "text": block.text}
-            return self._sse("response.reasoning_text.done", text) + done_item
-        text = {**where, "item_id": item_id, "content_index": 0, "text": block.text, "logprobs": []}
-        part = {"type": "output_text", "text": block.text, "annotations": []}
-        part_done = {**where, "item_id": item_id, "content_index": 0, "part": part}
-        return (
-            self._sse("response.output_text.done", text)
-            + self._sse("response.content_part.done", part_done)
-            + done_item
-        )
+            args = {**ids, "name": block.tool_name, "arguments": block.text}
+            events.append(self._sse("response.function_call_arguments.done", args))
+        elif block.kind == "reasoning":
+            text = {**ids, "content_index": 0, "text": block.text}
+            events.append(self._sse("response.reasoning_text.done", text))
+        else:
+            text = {**ids, "content_index": 0, "text": block.text, "logprobs": []}
+            part = {"type": "output_text", "text": block.text, "annotations": []}
+            events.append(self._sse("response.output_text.done", text))
+            events.append(
+                self._sse("response.content_part.done", {**ids, "content_index": 0, "part": part})
+            )
+        item = _item(self._base, block, "completed")
+        done = {"output_index": block.index, "item": item}
+        events.append(self._sse("response.output_item.done", done))
+        return b"".join(events)
 
     def _sse(self, kind: str, payload: dict[str, Any]) -> bytes:
         event = {"type": kind, "sequence_number": self._sequence, **payload}
