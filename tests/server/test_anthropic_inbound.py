@@ -8,13 +8,22 @@ hide the gateway's.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import orjson
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
+from laneway.config.models import LanewayConfig
+from laneway.core.transport import HttpRequest, HttpResponse
+from laneway.engine.gateway import Engine
+from laneway.http import MockTransport
+from laneway.server import Gateway
+from tests.server.asgi_driver import call
 from tests.server.scripted import (
     ARGUMENTS,
     REASONING,
@@ -309,3 +318,27 @@ def test_x_api_key_authenticates() -> None:
             ask(sdk, model="chat", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
         body: Any = caught.value.body
         assert body["error"]["type"] == "authentication_error"
+
+
+def broken_upstream(request: HttpRequest) -> HttpResponse:
+    raise ZeroDivisionError("a bug deep inside")
+
+
+async def test_an_unexpected_exception_is_a_500_in_anthropic_shape() -> None:
+    lanes = {"chat": {"sources": [scripted_source()]}}
+    settings = LanewayConfig.model_validate({"lanes": lanes, "telemetry": {"url": "none"}})
+    engine = Engine(settings, {}, MockTransport(broken_upstream))
+    body = orjson.dumps(
+        {"model": "chat", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    with contextlib.redirect_stderr(io.StringIO()):
+        answer = await call(
+            Gateway(engine, {}), "POST", "/v1/messages", body, [(b"x-request-id", b"r-9")]
+        )
+    await engine.aclose()
+    assert answer.status == 500
+    error = orjson.loads(answer.body)
+    assert error["type"] == "error" and error["error"]["type"] == "api_error"
+    assert "r-9" in error["error"]["message"]
+    assert b"ZeroDivisionError" not in answer.body
+    assert answer.headers[b"x-request-id"] == b"r-9"

@@ -32,6 +32,10 @@ from tests.server.asgi_driver import call
 
 ROUTES = [
     "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/responses",
+    "/v1/models/chat",
+    "/chat/completions",
     "/v1/embeddings",
     "/v1/ocr",
     "/v1/models",
@@ -116,6 +120,37 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
         "stop": ["x"],
     },
+    "/v1/messages": {
+        "model": "chat",
+        "max_tokens": 10,
+        "system": [{"type": "text", "text": "be brief"}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}],
+            },
+        ],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+        "tool_choice": {"type": "auto"},
+        "stop_sequences": ["x"],
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+    },
+    "/v1/responses": {
+        "model": "chat",
+        "instructions": "be brief",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        ],
+        "tools": [{"type": "function", "name": "f", "parameters": {}}],
+        "text": {"format": {"type": "json_schema", "name": "n", "schema": {}}},
+    },
     "/v1/embeddings": {"model": "embed", "input": ["a", "b"], "encoding_format": "float"},
     "/v1/ocr": {
         "model": "ocr",
@@ -153,6 +188,46 @@ PATHS: dict[str, list[tuple[str | int, ...]]] = {
         ("metadata",),
         ("anything_else",),
     ],
+    "/v1/messages": [
+        ("max_tokens",),
+        ("system",),
+        ("system", 0, "text"),
+        ("messages", 0),
+        ("messages", 0, "content"),
+        ("messages", 0, "content", 0, "type"),
+        ("messages", 1, "content", 0, "input"),
+        ("messages", 1, "content", 0, "id"),
+        ("messages", 2, "content", 0, "content"),
+        ("messages", 2, "content", 0, "tool_use_id"),
+        ("tools", 0),
+        ("tools", 0, "input_schema"),
+        ("tool_choice",),
+        ("tool_choice", "type"),
+        ("stop_sequences",),
+        ("thinking",),
+        ("thinking", "budget_tokens"),
+        ("stream",),
+        ("anything_else",),
+    ],
+    "/v1/responses": [
+        ("input",),
+        ("input", 0),
+        ("input", 0, "role"),
+        ("input", 0, "content"),
+        ("input", 0, "content", 0),
+        ("input", 1, "arguments"),
+        ("input", 1, "call_id"),
+        ("input", 2, "output"),
+        ("instructions",),
+        ("tools", 0),
+        ("tools", 0, "parameters"),
+        ("tool_choice",),
+        ("text",),
+        ("text", "format"),
+        ("reasoning",),
+        ("stream",),
+        ("anything_else",),
+    ],
     "/v1/embeddings": [
         ("model",),
         ("input",),
@@ -183,7 +258,7 @@ def nearly_valid(draw: st.DrawFn) -> tuple[str, bytes]:
     for key in parents:
         target = target[key]
     target[last] = draw(anything)
-    if route == "/v1/chat/completions":
+    if route in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
         body.setdefault("stream", draw(st.booleans()))
     return route, encode(body)
 

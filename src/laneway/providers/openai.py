@@ -105,7 +105,7 @@ class OpenAIProvider:
         return HttpRequest("POST", self._embed_url, self._sent(request.headers), orjson.dumps(body))
 
     def _sent(self, forwarded: Mapping[str, str]) -> Mapping[str, str]:
-        """The source's own headers, after the caller's forwarded ones (which cannot replace them)."""
+        """The source's own headers after the caller's forwarded ones, which cannot replace them."""
         return {**forwarded, **self._headers} if forwarded else self._headers
 
     def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:

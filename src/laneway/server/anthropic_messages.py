@@ -271,7 +271,7 @@ def _tool_choice(choice: dict[str, Any]) -> dict[str, Any]:
             "type": "function",
             "function": {"name": _string(choice, "name", "tool_choice")},
         }
-    elif kind in _TOOL_CHOICES:
+    elif isinstance(kind, str) and kind in _TOOL_CHOICES:
         out["tool_choice"] = _TOOL_CHOICES[kind]
     else:
         raise RequestInvalid("tool_choice.type", "must be 'auto', 'any', 'tool' or 'none'")

@@ -124,7 +124,7 @@ def _input(value: object) -> list[dict[str, Any]]:
 
 def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     role = item.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise RequestInvalid(
             f"{where}.role", "must be 'user', 'assistant', 'system' or 'developer'"
         )
