@@ -11,19 +11,19 @@ words and breaks off.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from laneway.config.models import LanewayConfig
-from laneway.core.records import CallObserver
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.server import Gateway
-from tests.server.support import RunningGateway, serve_app
+from tests.server.support import Records, RunningGateway, serve_app
 
 TEXT = "Paris is the capital."
 REASONING = "The user asks about France."
@@ -159,25 +159,44 @@ def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@contextmanager
-def serve_scripted(
-    lanes: dict[str, dict[str, Any]],
-    observers: Sequence[CallObserver] = (),
-    environ: Mapping[str, str] | None = None,
-    **server: Any,
-) -> Iterator[tuple[RunningGateway, ScriptedUpstream]]:
-    """Serve ``lanes`` whose sources all reach one ``ScriptedUpstream``."""
-    upstream = ScriptedUpstream()
-    settings = LanewayConfig.model_validate(
-        {"lanes": lanes, "server": server, "cache": {"url": ":memory:"}}
-    )
-    env = dict(environ or {})
-    engine = Engine(settings, env, MockTransport(upstream), observers=observers)
-    with serve_app(Gateway(engine, env)) as running:
-        yield running, upstream
-
-
 def scripted_source(behaviour: str = "ok", **extra: Any) -> dict[str, Any]:
     """A source entry reaching the scripted upstream (``behaviour``: ``ok``, ``down``, ``cut``)."""
     url = f"http://127.0.0.1:9/{behaviour}/v1"
     return {"provider": "openai", "base_url": url, "model": "upstream-model", **extra}
+
+
+GEMINI = {"provider": "gemini", "base_url": "http://127.0.0.1:9/g", "model": "g", "api_key": "k"}
+LANES: dict[str, dict[str, Any]] = {
+    "chat": {"sources": [scripted_source()]},
+    "down": {"sources": [scripted_source("down")]},
+    "cut": {"sources": [scripted_source("cut")]},
+    "embed": {"kind": "embed", "sources": [scripted_source()]},
+    "gemini-embed": {"kind": "embed", "sources": [GEMINI]},
+}
+"""The lanes of the shared ``scripted`` fixture (``tests/server/conftest.py``)."""
+
+
+@dataclass
+class Scripted:
+    """A gateway over the scripted upstream, and the records of its calls."""
+
+    gw: RunningGateway
+    upstream: ScriptedUpstream
+    records: Records
+
+
+@contextmanager
+def serve_scripted(
+    lanes: dict[str, dict[str, Any]] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **server: Any,
+) -> Iterator[Scripted]:
+    """Serve ``lanes`` (default ``LANES``) whose sources all reach one ``ScriptedUpstream``."""
+    upstream, records = ScriptedUpstream(), Records()
+    settings = LanewayConfig.model_validate(
+        {"lanes": lanes or LANES, "server": server, "cache": {"url": ":memory:"}}
+    )
+    env = dict(environ or {})
+    engine = Engine(settings, env, MockTransport(upstream), observers=[records])
+    with serve_app(Gateway(engine, env)) as running:
+        yield Scripted(running, upstream, records)

@@ -28,11 +28,11 @@ from tests.server.scripted import (
     ARGUMENTS,
     REASONING,
     TEXT,
+    Scripted,
     ScriptedUpstream,
     scripted_source,
     serve_scripted,
 )
-from tests.server.support import RunningGateway
 
 WEATHER_TOOL: dict[str, Any] = {
     "name": "weather",
@@ -47,26 +47,15 @@ def ask(sdk: Anthropic | AsyncAnthropic, **request: Any) -> Any:
     return sdk.messages.create(**request)
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[RunningGateway, ScriptedUpstream]]:
-    lanes = {
-        "chat": {"sources": [scripted_source()]},
-        "down": {"sources": [scripted_source("down")]},
-        "cut": {"sources": [scripted_source("cut")]},
-    }
-    with serve_scripted(lanes) as running:
-        yield running
-
-
 @pytest.fixture
-def client(served: tuple[RunningGateway, ScriptedUpstream]) -> Iterator[Anthropic]:
-    with Anthropic(base_url=served[0].url, api_key="unused", max_retries=0) as sdk:
+def client(scripted: Scripted) -> Iterator[Anthropic]:
+    with Anthropic(base_url=scripted.gw.url, api_key="unused", max_retries=0) as sdk:
         yield sdk
 
 
 @pytest.fixture
-def upstream(served: tuple[RunningGateway, ScriptedUpstream]) -> ScriptedUpstream:
-    return served[1]
+def upstream(scripted: Scripted) -> ScriptedUpstream:
+    return scripted.upstream
 
 
 def test_text_answer_with_system_stop_and_usage(
@@ -224,8 +213,8 @@ def test_streamed_text_through_the_stream_helper(
     assert final.usage.cache_read_input_tokens == 10
 
 
-async def test_streamed_tool_call_events(served: tuple[RunningGateway, ScriptedUpstream]) -> None:
-    async with AsyncAnthropic(base_url=served[0].url, api_key="unused", max_retries=0) as sdk:
+async def test_streamed_tool_call_events(scripted: Scripted) -> None:
+    async with AsyncAnthropic(base_url=scripted.gw.url, api_key="unused", max_retries=0) as sdk:
         stream = await ask(
             sdk,
             model="chat",
@@ -305,7 +294,8 @@ def test_stream_cut_after_content_raises_in_the_sdk(client: Anthropic) -> None:
 def test_x_api_key_authenticates() -> None:
     lanes = {"chat": {"sources": [scripted_source()]}}
     keys = [{"name": "team", "key": "os.environ/TEAM_KEY"}]
-    with serve_scripted(lanes, environ={"TEAM_KEY": "sk-team"}, keys=keys) as (gw, _):
+    with serve_scripted(lanes, environ={"TEAM_KEY": "sk-team"}, keys=keys) as served:
+        gw = served.gw
         with Anthropic(base_url=gw.url, api_key="sk-team", max_retries=0) as sdk:
             message = ask(
                 sdk, model="chat", max_tokens=5, messages=[{"role": "user", "content": "hi"}]

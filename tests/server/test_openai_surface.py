@@ -3,7 +3,6 @@ token-array embeddings and the default body limit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -12,38 +11,20 @@ import pytest
 from openai import OpenAI
 
 from laneway.config.models import ServerConfig
-from tests.server.scripted import TEXT, ScriptedUpstream, scripted_source, serve_scripted
-from tests.server.support import HELLO, Records, RunningGateway, post
+from tests.server.scripted import LANES, TEXT, Scripted, ScriptedUpstream
+from tests.server.support import HELLO, RunningGateway, post
 
-GEMINI = {
-    "provider": "gemini",
-    "base_url": "http://127.0.0.1:9/gemini",
-    "model": "g",
-    "api_key": "k",
-}
 MiB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[RunningGateway, ScriptedUpstream, Records]]:
-    lanes: dict[str, dict[str, Any]] = {
-        "chat": {"sources": [scripted_source()]},
-        "embed": {"kind": "embed", "sources": [scripted_source()]},
-        "gemini-embed": {"kind": "embed", "sources": [GEMINI]},
-    }
-    records = Records()
-    with serve_scripted(lanes, observers=[records]) as (gw, upstream):
-        yield gw, upstream, records
+@pytest.fixture
+def gw(scripted: Scripted) -> RunningGateway:
+    return scripted.gw
 
 
 @pytest.fixture
-def gw(served: tuple[RunningGateway, ScriptedUpstream, Records]) -> RunningGateway:
-    return served[0]
-
-
-@pytest.fixture
-def upstream(served: tuple[RunningGateway, ScriptedUpstream, Records]) -> ScriptedUpstream:
-    return served[1]
+def upstream(scripted: Scripted) -> ScriptedUpstream:
+    return scripted.upstream
 
 
 def sdk(base_url: str, **options: Any) -> OpenAI:
@@ -62,14 +43,14 @@ def test_routes_without_the_v1_prefix(gw: RunningGateway) -> None:
     with sdk(gw.url) as client:
         answer = client.chat.completions.create(model="chat", messages=HELLO)  # type: ignore[arg-type]
         assert answer.choices[0].message.content == TEXT
-        assert [model.id for model in client.models.list()] == ["chat", "embed", "gemini-embed"]
+        assert [model.id for model in client.models.list()] == list(LANES)
         assert client.models.retrieve("embed").id == "embed"
 
 
 def test_request_id_is_echoed_forwarded_and_recorded(
-    served: tuple[RunningGateway, ScriptedUpstream, Records],
+    scripted: Scripted,
 ) -> None:
-    gw, upstream, records = served
+    gw, upstream, records = scripted.gw, scripted.upstream, scripted.records
     with sdk(gw.v1, default_headers={"X-Request-Id": "trace-7"}) as client:
         raw = client.chat.completions.with_raw_response.create(model="chat", messages=HELLO)  # type: ignore[arg-type]
     assert raw.headers["x-request-id"] == "trace-7"
@@ -78,9 +59,9 @@ def test_request_id_is_echoed_forwarded_and_recorded(
 
 
 def test_a_request_id_is_made_when_none_is_sent(
-    served: tuple[RunningGateway, ScriptedUpstream, Records],
+    scripted: Scripted,
 ) -> None:
-    gw, upstream, records = served
+    gw, upstream, records = scripted.gw, scripted.upstream, scripted.records
     with sdk(gw.v1) as client:
         raw = client.embeddings.with_raw_response.create(model="embed", input="hi")
     made = raw.headers["x-request-id"]

@@ -17,11 +17,9 @@ from tests.server.scripted import (
     ARGUMENTS,
     REASONING,
     TEXT,
+    Scripted,
     ScriptedUpstream,
-    scripted_source,
-    serve_scripted,
 )
-from tests.server.support import RunningGateway
 
 WEATHER: dict[str, Any] = {
     "type": "function",
@@ -32,25 +30,15 @@ WEATHER: dict[str, Any] = {
 IMAGE = "data:image/png;base64,iVBORw0KGgo="
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[RunningGateway, ScriptedUpstream]]:
-    lanes = {
-        "chat": {"sources": [scripted_source()]},
-        "cut": {"sources": [scripted_source("cut")]},
-    }
-    with serve_scripted(lanes) as running:
-        yield running
-
-
 @pytest.fixture
-def client(served: tuple[RunningGateway, ScriptedUpstream]) -> Iterator[OpenAI]:
-    with OpenAI(base_url=served[0].v1, api_key="unused", max_retries=0) as sdk:
+def client(scripted: Scripted) -> Iterator[OpenAI]:
+    with OpenAI(base_url=scripted.gw.v1, api_key="unused", max_retries=0) as sdk:
         yield sdk
 
 
 @pytest.fixture
-def upstream(served: tuple[RunningGateway, ScriptedUpstream]) -> ScriptedUpstream:
-    return served[1]
+def upstream(scripted: Scripted) -> ScriptedUpstream:
+    return scripted.upstream
 
 
 def respond(sdk: OpenAI | AsyncOpenAI, **request: Any) -> Any:
@@ -174,9 +162,9 @@ def test_stream_helper_assembles_the_final_response(client: OpenAI) -> None:
 
 
 async def test_streamed_function_call_events(
-    served: tuple[RunningGateway, ScriptedUpstream],
+    scripted: Scripted,
 ) -> None:
-    async with AsyncOpenAI(base_url=served[0].v1, api_key="unused", max_retries=0) as sdk:
+    async with AsyncOpenAI(base_url=scripted.gw.v1, api_key="unused", max_retries=0) as sdk:
         stream = await respond(sdk, model="chat", input="Weather?", tools=[WEATHER], stream=True)
         events: list[Any] = [event async for event in stream]
     kinds = [event.type for event in events]
