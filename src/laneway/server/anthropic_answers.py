@@ -8,8 +8,9 @@ OpenAI's: ``stop`` is ``end_turn``, ``length`` is ``max_tokens``,
 format does not say which stop sequence ended an answer, so ``stop_sequence``
 is always ``null`` and a stop sequence reads as ``end_turn``.
 
-Usage follows Anthropic's split: ``input_tokens`` excludes cache reads, which
-are ``cache_read_input_tokens``. Figures the source did not report are
+Usage follows Anthropic's split: ``input_tokens`` excludes cache reads and
+writes, which are ``cache_read_input_tokens`` and
+``cache_creation_input_tokens``. Figures the source did not report are
 ``null``, never 0; a stream's ``message_start`` has no figures yet (they come
 in ``message_delta``, as cumulative totals, which the SDKs read).
 """
@@ -95,14 +96,16 @@ def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
     """Usage in Anthropic's fields; ``null`` where the source reported nothing."""
     if usage is None or not usage.known:
         return {"input_tokens": None, "output_tokens": None}
-    cached = usage.cached_tokens
+    cached, written = usage.cached_tokens, usage.cache_write_tokens
     prompt = usage.prompt_tokens
     out: dict[str, Any] = {
-        "input_tokens": None if prompt is None else prompt - (cached or 0),
+        "input_tokens": None if prompt is None else prompt - (cached or 0) - (written or 0),
         "output_tokens": usage.completion_tokens,
     }
     if cached is not None:
         out["cache_read_input_tokens"] = cached
+    if written is not None:
+        out["cache_creation_input_tokens"] = written
     return out
 
 
