@@ -56,7 +56,10 @@ SCHEMA: dict[str, Any] = {
     "required": ["name", "population"],
     "additionalProperties": False,
 }
-OPENAI_TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": PARAMETERS}}
+OPENAI_TOOL: Any = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": PARAMETERS},
+}
 ANTHROPIC_TOOL = {"name": "get_weather", "input_schema": PARAMETERS}
 
 Check = Callable[[Any, str], None]
