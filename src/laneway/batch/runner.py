@@ -28,24 +28,21 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from pydantic import BaseModel
 
-from laneway.accounting.cost import CACHE_HIT, Cost, cost_of
-from laneway.accounting.rates import Rate
+from laneway.batch.calls import CallMaker, Ended, RateSource, Work, failed, verdict
 from laneway.batch.items import Item
 from laneway.batch.jobdir import JobDir, Manifest
 from laneway.batch.progress import Progress
 from laneway.batch.results import ItemError, ItemResult, vector_problem
 from laneway.batch.tally import Tally
-from laneway.core.errors import CallFailed, DeadlineExceeded, RequestInvalid
-from laneway.core.types import Attempt, CacheStatus, EmbedRequest, Usage
+from laneway.core.errors import RequestInvalid
 from laneway.engine.embedding import batch_size
-from laneway.engine.gateway import Engine, chat_request
-from laneway.engine.structured import DEFAULT_REASKS, structured
-from laneway.policy.outcome import Verdict
+from laneway.engine.gateway import Engine
+from laneway.engine.structured import DEFAULT_REASKS
 from laneway.policy.pacer import Pacer, PacerLimits
 
 CHAT_CONCURRENCY = 16
@@ -60,12 +57,6 @@ STALL_AFTER = 300.0
 ProgressFn = Callable[[Progress], None]
 
 
-class RateSource(Protocol):
-    """Prices by (lane, source, time): ``laneway.accounting.Pricer`` has this shape."""
-
-    def rate(self, lane: str, source: str | None, when: float) -> Rate | None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
     """How a job runs. ``params`` go with every chat item (an item's own win)."""
@@ -78,24 +69,6 @@ class BatchOptions:
     reasks: int = DEFAULT_REASKS
     progress: ProgressFn | None = None
     stall_after: float = STALL_AFTER
-
-
-@dataclass(frozen=True, slots=True)
-class Work:
-    """One call to make: its number and the items it carries."""
-
-    call: int
-    items: list[Item]
-    retry: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Ended:
-    """A call that ended: its results, its attempts, or a gate wait to queue again."""
-
-    results: list[ItemResult]
-    attempts: tuple[Attempt, ...]
-    gate_bound: CallFailed | None = None
 
 
 Running = dict[asyncio.Task[Ended], tuple[Work, float]]
@@ -123,8 +96,10 @@ class BatchJob:
         if options.schema is not None and self.lane.kind != "chat":
             raise RequestInvalid("structured", "a schema applies to chat lanes only")
         self.items = list(items)
-        self.prices = prices
         self.options = options
+        self.caller = CallMaker(
+            engine, self.lane, prices, options.params, options.schema, options.reasks
+        )
         self.tally = Tally()
         self.failures: list[ItemResult] = []
         manifest = self._manifest(input_hash)
@@ -220,7 +195,7 @@ class BatchJob:
     def _dispatch(
         self,
         queue: deque[Work],
-        running: dict[asyncio.Task[Ended], tuple[Work, float]],
+        running: Running,
         oldest: int,
     ) -> None:
         """Start queued calls while the window has room and they are not too far ahead."""
@@ -229,7 +204,7 @@ class BatchJob:
                 return
             work = queue.popleft()
             self.window.take()
-            task = asyncio.create_task(self._run(work))
+            task = asyncio.create_task(self.caller.run(work))
             running[task] = (work, time.monotonic())
 
     async def _collect(
@@ -245,7 +220,7 @@ class BatchJob:
         for task in finished:
             work, started = running.pop(task)
             outcome = task.result()
-            self.window.leave(_verdict(outcome.attempts), started, time.monotonic())
+            self.window.leave(verdict(outcome.attempts), started, time.monotonic())
             if outcome.gate_bound is not None and not self._stalled():
                 queue.appendleft(work)
                 continue
@@ -259,7 +234,7 @@ class BatchJob:
         """Verify, checkpoint and count one ended call; its full results in input order."""
         results = outcome.results
         if outcome.gate_bound is not None:
-            results = [_failed(item, work.call, outcome.gate_bound) for item in work.items]
+            results = [failed(item, work.call, outcome.gate_bound) for item in work.items]
         if self.lane.kind == "embed":
             results = self._verified(results)
         if any(r.ok for r in results):
@@ -292,67 +267,6 @@ class BatchJob:
             checked.append(ItemResult(result.index, result.id, result.call, error=error))
         return _keep_call_usage(results, checked)
 
-    async def _run(self, work: Work) -> Ended:
-        try:
-            if self.lane.kind == "embed":
-                return await self._embed(work)
-            return await self._chat(work)
-        except DeadlineExceeded as exc:
-            if exc.attempts:
-                return _all_failed(work, exc)
-            return Ended([], (), gate_bound=exc)
-        except (CallFailed, RequestInvalid) as exc:
-            return _all_failed(work, exc)
-
-    async def _embed(self, work: Work) -> Ended:
-        texts = [str(item.payload) for item in work.items]
-        response = await self.engine.embed(self.lane.name, EmbedRequest(texts))
-        cost = self._cost(response.source, response.usage, response.cache)
-        results = [
-            ItemResult(
-                item.index, item.id, work.call, vector, response.source, len(response.attempts)
-            )
-            for item, vector in zip(work.items, response.vectors, strict=True)
-        ]
-        results[0].usage, results[0].cost = response.usage, cost
-        return Ended(results, response.attempts)
-
-    async def _chat(self, work: Work) -> Ended:
-        (item,) = work.items
-        assert isinstance(item.payload, dict)
-        payload = dict(item.payload)
-        messages = payload.pop("messages")
-        request = chat_request(messages, {**self.options.params, **payload})
-        schema = self.options.schema
-        output: dict[str, Any]
-        if schema is None:
-            reply = await self.engine.chat(self.lane.name, request)
-            source, attempts, usage, cache = reply.source, reply.attempts, reply.usage, reply.cache
-            output = {"message": _message(reply.content), "finish_reason": reply.finish_reason}
-        else:
-            answer = await structured(
-                self.engine, self.lane.name, request, schema, reasks=self.options.reasks
-            )
-            source, attempts, usage, cache = (
-                answer.source,
-                answer.attempts,
-                answer.usage,
-                answer.cache,
-            )
-            value = answer.value.model_dump(mode="json")
-            output = {"message": _message(answer.content), "value": value, "asks": answer.asks}
-        cost = self._cost(source, usage, cache)
-        result = ItemResult(
-            item.index, item.id, work.call, output, source, len(attempts), usage, cost
-        )
-        return Ended([result], attempts)
-
-    def _cost(self, source: str, usage: Usage, cache: CacheStatus) -> Cost:
-        if cache == "hit":
-            return CACHE_HIT
-        rate = self.prices.rate(self.lane.name, source, time.time())
-        return cost_of(usage, rate, self.lane.kind)
-
     def progress(self, final: bool = False) -> Progress:
         """Where the job stands now."""
         elapsed = time.monotonic() - self.started
@@ -383,28 +297,6 @@ class BatchJob:
     def _report(self, final: bool = False) -> None:
         if self.options.progress is not None:
             self.options.progress(self.progress(final))
-
-
-def _verdict(attempts: Sequence[Attempt]) -> Verdict:
-    """What a call's attempts say about load: throttled (429, Retry-After), timed out, or fine."""
-    if any(a.status == 429 or a.pushback for a in attempts):
-        return Verdict.THROTTLED
-    if any(a.outcome == "timeout" for a in attempts):
-        return Verdict.TIMED_OUT
-    return Verdict.OK
-
-
-def _message(content: str) -> dict[str, str]:
-    return {"role": "assistant", "content": content}
-
-
-def _failed(item: Item, call: int, exc: CallFailed | RequestInvalid) -> ItemResult:
-    return ItemResult(item.index, item.id, call, error=ItemError.of(exc))
-
-
-def _all_failed(work: Work, exc: CallFailed | RequestInvalid) -> Ended:
-    attempts = exc.attempts if isinstance(exc, CallFailed) else ()
-    return Ended([_failed(item, work.call, exc) for item in work.items], attempts)
 
 
 def _keep_call_usage(before: list[ItemResult], after: list[ItemResult]) -> list[ItemResult]:
