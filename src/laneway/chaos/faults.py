@@ -116,7 +116,7 @@ EXPECTED: dict[str, Expectation] = {
         within=(0.0, 4.0),
     ),
     "server_error_once": Expectation(
-        "the primary's answer", (PRIMARY,), (2, 2), (0, 0), within=(0.0, 1.0)
+        "the primary's answer", (PRIMARY,), (2, 2), (0, 0), within=(0.0, 2.0)
     ),
     "connection_reset": Expectation("the fallback's answer at once", (FALLBACK,), (1, 2), (1, 1)),
     "connection_refused": Expectation("the fallback's answer at once", (FALLBACK,), None, (1, 1)),
@@ -182,7 +182,7 @@ EXPECTED: dict[str, Expectation] = {
         _BOTH,
         (1, None),
         (1, None),
-        within=(0.0, 5.0),
+        within=(0.0, POLICY.deadline),
         back_on_primary=10.0,
         outage=60.0,
     ),
