@@ -18,11 +18,16 @@ import orjson
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
+from laneway.cli.serve import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.server import Gateway
+from laneway.sim import RunningSim
+from laneway.sim._anthropic import SIGNATURE
+from tests.helpers import unique_spec
+from tests.providers.support import ANTHROPIC, source
 from tests.server.asgi_driver import call
 from tests.server.scripted import (
     ARGUMENTS,
@@ -33,6 +38,7 @@ from tests.server.scripted import (
     scripted_source,
     serve_scripted,
 )
+from tests.server.support import serve_app
 
 WEATHER_TOOL: dict[str, Any] = {
     "name": "weather",
@@ -189,6 +195,7 @@ def test_history_with_tool_use_tool_result_and_image(
                     "function": {"name": "weather", "arguments": '{"city":"Paris"}'},
                 }
             ],
+            "thinking_blocks": [{"type": "thinking", "thinking": "earlier", "signature": "sig"}],
         },
         {"role": "tool", "tool_call_id": "tu_1", "content": "sunny"},
         {"role": "user", "content": [{"type": "text", "text": "And tomorrow?"}]},
@@ -332,3 +339,64 @@ async def test_an_unexpected_exception_is_a_500_in_anthropic_shape() -> None:
     assert "r-9" in error["error"]["message"]
     assert b"ZeroDivisionError" not in answer.body
     assert answer.headers[b"x-request-id"] == b"r-9"
+
+
+@pytest.fixture(scope="module")
+def thinker(sim: RunningSim, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Anthropic]:
+    """The SDK against a lane whose one source is the sim's native Anthropic API, reasoning."""
+    lanes = {"thinker": {"sources": [source(sim, ANTHROPIC, unique_spec("reasoning"))]}}
+    settings = LanewayConfig.model_validate({"lanes": lanes, "telemetry": {"url": "none"}})
+    with (
+        serve_app(build_gateway(settings, {}, tmp_path_factory.mktemp("thinker"))) as gw,
+        Anthropic(base_url=gw.url, api_key="unused", max_retries=0) as sdk,
+    ):
+        yield sdk
+
+
+THINKING: Any = {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_signed_thinking_comes_back_and_goes_back(thinker: Anthropic) -> None:
+    """An Anthropic source's signed thinking reaches the SDK, and its next turn carries it back.
+
+    The sim refuses a thinking tool turn whose assistant message does not open
+    with its thinking, as Anthropic does, so the second call proves the round trip.
+    """
+    question: Any = [{"role": "user", "content": "Weather in Paris?"}]
+    first = ask(
+        thinker,
+        model="thinker",
+        max_tokens=2000,
+        thinking=THINKING,
+        tools=[WEATHER_TOOL],
+        messages=question,
+    )
+    thought, use = first.content[0], first.content[-1]
+    assert (thought.type, thought.signature) == ("thinking", SIGNATURE)
+    assert use.type == "tool_use"
+    history = [
+        *question,
+        {"role": "assistant", "content": [block.model_dump() for block in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}],
+        },
+    ]
+    second = ask(
+        thinker,
+        model="thinker",
+        max_tokens=2000,
+        thinking=THINKING,
+        tools=[WEATHER_TOOL],
+        messages=history,
+    )
+    assert second.content[-1].type == "text"
+
+
+def test_streamed_thinking_is_signed(thinker: Anthropic) -> None:
+    request: Any = {"messages": [{"role": "user", "content": "hi"}], "thinking": THINKING}
+    with thinker.messages.stream(model="thinker", max_tokens=2000, **request) as stream:
+        final = stream.get_final_message()
+    thought: Any = final.content[0]
+    assert (thought.type, thought.signature) == ("thinking", SIGNATURE)
+    assert thought.thinking

@@ -17,7 +17,7 @@ import orjson
 from laneway.core.types import ChatChunk, LLMResponse, Usage
 from laneway.server.errors import Refused
 
-BlockKind = Literal["reasoning", "text", "tool"]
+BlockKind = Literal["reasoning", "redacted", "text", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,8 @@ class AnswerParts:
     text: str
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str | None
+    thinking_blocks: tuple[dict[str, Any], ...] = ()
+    """Anthropic's signed ``thinking`` / ``redacted_thinking`` blocks, when the source sent them."""
 
 
 def answer_parts(result: LLMResponse) -> AnswerParts:
@@ -70,6 +72,22 @@ def answer_parts(result: LLMResponse) -> AnswerParts:
         text=text,
         tool_calls=tool_calls,
         finish_reason=result.finish_reason,
+        thinking_blocks=signed_blocks(message.get("thinking_blocks")),
+    )
+
+
+def signed_blocks(blocks: object) -> tuple[dict[str, Any], ...]:
+    """The well-formed signed thinking and redacted thinking blocks of ``blocks``."""
+    if not isinstance(blocks, list):
+        return ()
+    return tuple(
+        block
+        for block in blocks
+        if isinstance(block, dict)
+        and (
+            (block.get("type") == "thinking" and isinstance(block.get("signature"), str))
+            or (block.get("type") == "redacted_thinking" and isinstance(block.get("data"), str))
+        )
     )
 
 
@@ -120,13 +138,22 @@ class Grew:
 
 
 @dataclass(frozen=True, slots=True)
+class Signed:
+    """A source's thinking block, whole and signed, arrived (Anthropic sends it last)."""
+
+    block: Block
+    """The reasoning block it signs (the open one), or a new ``redacted`` block."""
+    signed: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     """A block is complete."""
 
     block: Block
 
 
-BlockEvent = Opened | Grew | Closed
+BlockEvent = Opened | Grew | Signed | Closed
 
 
 @dataclass(slots=True)
@@ -157,6 +184,8 @@ class BlockReader:
             self._grow("text", chunk.content, events)
         for fragment in _tool_fragments(raw):
             self._tool(fragment, events)
+        for signed in signed_blocks(_delta(raw).get("thinking_blocks")):
+            self._signed(signed, events)
         return events
 
     def close(self) -> list[BlockEvent]:
@@ -187,6 +216,16 @@ class BlockReader:
             block.text += arguments
             events.append(Grew(block, arguments))
 
+    def _signed(self, signed: dict[str, Any], events: list[BlockEvent]) -> None:
+        """A signature for the open reasoning block, or a redacted block of its own."""
+        open_reasoning = self._open is not None and self._open.kind == "reasoning"
+        if signed["type"] == "thinking" and not open_reasoning:
+            self._grow("reasoning", str(signed.get("thinking") or ""), events)
+        elif signed["type"] == "redacted_thinking":
+            self._start(Block(len(self.blocks), "redacted", str(signed["data"])), events)
+        assert self._open is not None
+        events.append(Signed(self._open, signed))
+
     def _start(self, block: Block, events: list[BlockEvent]) -> None:
         self._close(events)
         self.blocks.append(block)
@@ -199,11 +238,15 @@ class BlockReader:
             self._open = None
 
 
-def _tool_fragments(raw: dict[str, Any]) -> list[dict[str, Any]]:
+def _delta(raw: dict[str, Any]) -> dict[str, Any]:
     choices = raw.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
     delta = first.get("delta") if isinstance(first, dict) else None
-    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    return delta if isinstance(delta, dict) else {}
+
+
+def _tool_fragments(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = _delta(raw).get("tool_calls")
     if not isinstance(calls, list):
         return []
     return [call for call in calls if isinstance(call, dict)]

@@ -1,8 +1,9 @@
 """Answers, streams and errors in the shapes of Anthropic's Messages API.
 
-Content comes back as blocks: ``thinking`` (the source's reasoning, with an
-empty ``signature``: laneway cannot sign it, and drops thinking blocks sent
-back), ``text``, then one ``tool_use`` per tool call. Stop reasons map from
+Content comes back as blocks: ``thinking`` (the source's reasoning: an
+Anthropic source's signed blocks as they came, ``redacted_thinking``
+included; another source's reasoning with an empty ``signature``), ``text``,
+then one ``tool_use`` per tool call. Stop reasons map from
 OpenAI's: ``stop`` is ``end_turn``, ``length`` is ``max_tokens``,
 ``tool_calls`` is ``tool_use``, ``content_filter`` is ``refusal``. OpenAI's
 format does not say which stop sequence ended an answer, so ``stop_sequence``
@@ -28,6 +29,7 @@ from laneway.server.answer_parts import (
     Closed,
     Grew,
     Opened,
+    Signed,
     answer_parts,
 )
 from laneway.server.asgi import Reply
@@ -57,8 +59,8 @@ _DELTAS = {"text": ("text_delta", "text"), "reasoning": ("thinking_delta", "thin
 def message_body(result: LLMResponse) -> bytes:
     """The complete answer as an Anthropic ``message``."""
     parts = answer_parts(result)
-    content: list[dict[str, Any]] = []
-    if parts.reasoning:
+    content: list[dict[str, Any]] = list(parts.thinking_blocks)
+    if parts.reasoning and not content:
         content.append({"type": "thinking", "thinking": parts.reasoning, "signature": ""})
     if parts.text:
         content.append({"type": "text", "text": parts.text})
@@ -154,9 +156,13 @@ class AnthropicEncoder:
 
     def _block_event(self, event: BlockEvent) -> bytes:
         index = event.block.index
+        if isinstance(event, Signed):
+            return _signed(event)
         if isinstance(event, Opened):
             block = event.block
             content: dict[str, Any]
+            if block.kind == "redacted":
+                return b""  # its data comes with its Signed event
             if block.kind == "tool":
                 content = {"type": "tool_use", "id": block.tool_id, "name": block.tool_name}
                 content["input"] = {}
@@ -176,6 +182,18 @@ class AnthropicEncoder:
             return _sse("content_block_delta", delta)
         assert isinstance(event, Closed)
         return _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+
+
+def _signed(event: Signed) -> bytes:
+    """A thinking block's ``signature_delta``, or a whole ``redacted_thinking`` block's start."""
+    index = event.block.index
+    if event.block.kind == "redacted":
+        start = {"type": "content_block_start", "index": index, "content_block": event.signed}
+        return _sse("content_block_start", start)
+    delta = {"type": "signature_delta", "signature": event.signed["signature"]}
+    return _sse(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+    )
 
 
 def anthropic_error(exc: Exception, lane: str) -> Reply:

@@ -14,9 +14,11 @@ low``, below 16,384 ``medium``, else ``high``; ``adaptive`` leaves the choice
 to the source), ``metadata.user_id`` (as ``user``), and from older clients
 ``temperature``, ``top_p`` and ``top_k`` (passed on as is).
 
-Left out on purpose: ``thinking`` blocks in the history (the model's earlier
-reasoning; OpenAI's format has no place for it) and ``cache_control`` marks
-(caching hints that do not change the answer). Refused with a 400 naming the
+Signed ``thinking`` and ``redacted_thinking`` blocks in the history go back
+as the assistant message's ``thinking_blocks``, which an Anthropic source
+needs before the tool calls of a thinking turn; unsigned ones (reasoning
+another source gave, which nothing can verify) are left out, and so are
+``cache_control`` marks (caching hints that do not change the answer). Refused with a 400 naming the
 field: document blocks, images inside a ``tool_result``, Anthropic's server
 tools (web search, code execution...), and any field laneway does not know
 (``container``, ``service_tier``, ``speed``...).
@@ -30,6 +32,7 @@ import orjson
 
 from laneway.core.errors import RequestInvalid
 from laneway.engine.gateway import chat_request
+from laneway.server.answer_parts import signed_blocks
 from laneway.server.anthropic_answers import (
     AnthropicEncoder,
     anthropic_crash,
@@ -57,7 +60,7 @@ _FIELDS: FieldTypes = {
     "model": ((str,), "a string"),
 }
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
-_SKIPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
 def read_messages(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
@@ -174,8 +177,10 @@ def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
 
 
 def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
+    """Text and tool calls; signed thinking goes back as ``thinking_blocks`` (for Anthropic)."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    thoughts: list[Any] = []
     for index, block in enumerate(blocks):
         at = f"{where}[{index}]"
         kind = _block_type(block, at)
@@ -183,11 +188,16 @@ def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
             texts.append(_string(block, "text", at))
         elif kind == "tool_use":
             calls.append(_tool_use(block, at))
-        elif kind not in _SKIPPED_BLOCKS:
+        elif kind in _THINKING_BLOCKS:
+            thoughts.append(block)
+        else:
             raise RequestInvalid(f"{at}.type", f"{kind!r} blocks cannot be sent to a chat lane")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
     if calls:
         message["tool_calls"] = calls
+    signed = signed_blocks(thoughts)
+    if any(block.get("signature") or block.get("data") for block in signed):
+        message["thinking_blocks"] = list(signed)
     return message
 
 

@@ -27,12 +27,13 @@ from laneway.server.answer_parts import (
     BlockReader,
     Grew,
     Opened,
+    Signed,
     answer_parts,
 )
 from laneway.server.errors import describe_error
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
-_ITEM_PREFIX = {"text": "msg", "reasoning": "rs", "tool": "fc"}
+_ITEM_PREFIX = {"text": "msg", "reasoning": "rs", "redacted": "rs", "tool": "fc"}
 
 
 def response_body(echo: Mapping[str, Any], result: LLMResponse) -> bytes:
@@ -110,6 +111,9 @@ def _item(base: str, block: Block, status: str) -> dict[str, Any]:
             "summary": [],
             "content": content,
         }
+    if block.kind == "redacted":
+        encrypted = {"encrypted_content": block.text, "summary": [], "content": []}
+        return {"type": "reasoning", "id": item_id, "status": status, **encrypted}
     return {
         "type": "function_call",
         "id": item_id,
@@ -186,6 +190,8 @@ class ResponsesEncoder:
     def _block_events(self, event: BlockEvent) -> bytes:
         block = event.block
         ids = {"output_index": block.index, "item_id": _item_id(self._base, block)}
+        if isinstance(event, Signed):
+            return b""  # Anthropic's signature has no place here; a redacted block is an item
         if isinstance(event, Opened):
             return self._opened(block, ids)
         if isinstance(event, Grew):
@@ -212,7 +218,7 @@ class ResponsesEncoder:
         elif block.kind == "reasoning":
             text = {**ids, "content_index": 0, "text": block.text}
             events.append(self._sse("response.reasoning_text.done", text))
-        else:
+        elif block.kind == "text":
             text = {**ids, "content_index": 0, "text": block.text, "logprobs": []}
             part = {"type": "output_text", "text": block.text, "annotations": []}
             events.append(self._sse("response.output_text.done", text))
