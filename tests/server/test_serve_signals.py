@@ -54,8 +54,8 @@ def wait_until_serving(url: str, timeout: float = 60.0) -> None:
 def seconds_until_closed(url: str) -> float:
     """Open a connection, send nothing, and time how long the server keeps it."""
     host, port = url.removeprefix("http://").split(":")
+    started = time.monotonic()  # before the connect: the deadline starts after it
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        started = time.monotonic()
         assert sock.recv(1) == b""
         return time.monotonic() - started
 
@@ -78,7 +78,7 @@ def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
             assert status == 200 and data["model"] == "m"
         assert proc.poll() is None
         assert call(url, "/healthz")[0] == 200
-        assert 0.4 <= seconds_until_closed(url) < 0.5 + 3.0  # header_timeout, in every worker
+        assert 0.5 <= seconds_until_closed(url) < 0.5 + 3.0  # header_timeout, in every worker
         lines = rest_of_output(proc).splitlines()
     assert any(TIMESTAMPED.match(line) for line in lines), lines
     with contextlib.closing(sqlite3.connect(tmp_path / "laneway.sqlite3")) as db:

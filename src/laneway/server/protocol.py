@@ -18,7 +18,8 @@ plain numbers on each connection, checked by one ``Sweeper`` per server that
 ticks while connections are open: no timer is armed or cancelled per request.
 
 At ``max_connections`` a new connection first evicts one that has no complete
-request waiting for its answer (idle, or still sending its head or body), so
+request waiting for its answer (idle, or still sending its head or body;
+among the first ``EVICTION_SCAN`` connections looked at), so
 a flood of idle connections cannot lock out ``/healthz`` or a real call; when
 every connection is busy with a request, the new one is answered a fixed 503
 and closed before anything of it is read.
@@ -27,6 +28,7 @@ and closed before anything of it is read.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import weakref
 from dataclasses import dataclass, field
@@ -84,6 +86,9 @@ class ConnectionStats:
 
 CONNECTIONS = ConnectionStats()
 """The figures of every ``GatewayProtocol`` connection in this process."""
+
+EVICTION_SCAN = 64
+"""Connections looked at for one to evict when a new one arrives at the cap."""
 
 _REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
@@ -189,8 +194,12 @@ class GatewayProtocol(HttpToolsProtocol):
         sweeper.start()
 
     def _evict_one(self) -> bool:
-        """Close one connection that has no complete request waiting; False if none has."""
-        for connection in self.connections:
+        """Close one connection that has no complete request waiting; False if none is found.
+
+        Only the first ``EVICTION_SCAN`` connections are looked at, so refusing
+        a connection when all are busy stays cheap however high the cap is.
+        """
+        for connection in itertools.islice(self.connections, EVICTION_SCAN):
             if isinstance(connection, GatewayProtocol) and connection.phase != _BUSY:
                 connection.close_for("evicted")
                 return True
