@@ -40,14 +40,18 @@ from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
+from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
-from laneway.server.run import LOG_CONFIG, connection_limits
+from laneway.server.run import connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
 
 DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
 """The config file's absolute path, for workers (set by ``laneway serve --workers``)."""
 WORKER_FACTORY = "laneway.cli.serve:worker_app"
+ACCESS_LOG_ENV = "LANEWAY_ACCESS_LOG"
+"""The access log's format for workers (``json`` or ``text``; unset: none)."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
 GET_A_CONFIG = """To get one:
   laneway serve --demo                  demo lanes on a built-in simulator, no keys needed
   laneway serve --config PATH           a config elsewhere
@@ -111,6 +115,18 @@ def parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --host with no server.keys (anyone reaching it may call)",
     )
     p.add_argument("--demo", action="store_true", help="serve demo lanes on a built-in simulator")
+    p.add_argument(
+        "--log-format",
+        choices=["json", "text"],
+        default="json",
+        help="access log lines: JSON for machines (default) or text for people",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="info (default) logs every call; warning and error keep only problems",
+    )
     return p
 
 
@@ -131,11 +147,13 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
     app: Gateway | str = WORKER_FACTORY
+    access: LogFormat | None = args.log_format if args.log_level in ("debug", "info") else None
     if args.workers > 1:
         os.environ[CONFIG_ENV] = str(path.absolute())  # workers inherit the environment
+        os.environ[ACCESS_LOG_ENV] = access or ""
     else:
         try:
-            app = build_gateway(config, environ, config_dir(path))
+            app = build_gateway(config, environ, config_dir(path), access_log=access)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -146,7 +164,7 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         drain_timeout=config.server.drain_timeout,
         workers=args.workers,
         limits=connection_limits(config.server, args.workers),
-        log_config=LOG_CONFIG,
+        log_config=log_config(args.log_level.upper()),
     )
     sock = settings.bind_socket()
     sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
@@ -222,21 +240,32 @@ def worker_app() -> Gateway:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor logs it; see Supervisor
     path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
     config, environ = load_config(path)
-    return build_gateway(config, environ, config_dir(path))
+    access = os.environ.get(ACCESS_LOG_ENV) or None
+    log_format: LogFormat | None = "text" if access == "text" else "json" if access else None
+    return build_gateway(config, environ, config_dir(path), access_log=log_format)
 
 
-def build_gateway(config: LanewayConfig, environ: Mapping[str, str], base_dir: Path) -> Gateway:
+def build_gateway(
+    config: LanewayConfig,
+    environ: Mapping[str, str],
+    base_dir: Path,
+    *,
+    access_log: LogFormat | None = None,
+) -> Gateway:
     """The gateway over an engine with pricing, telemetry, metrics and the cache wired in.
 
     ``base_dir`` is the config file's folder: relative telemetry and cache
     paths start there. The telemetry writer (``None`` when ``telemetry.url``
-    is off) is started and flushed by the gateway's lifespan.
+    is off) is started and flushed by the gateway's lifespan. ``access_log``
+    writes one line per call to stderr in that format (``None``: no access log).
     """
     pricer = Pricer.for_lanes(config.lanes)
     writer = writer_for(config.telemetry, base_dir, pricer.cost)
     metrics = Metrics(pricer.cost)
     metrics.watch_connections(CONNECTIONS)
     observers: list[CallObserver] = [metrics]
+    if access_log is not None:
+        observers.append(AccessLog(pricer.cost, sys.stderr, access_log))
     if writer is not None:
         metrics.watch_queue(writer)
         observers.append(writer)

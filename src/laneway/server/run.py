@@ -16,23 +16,30 @@ WORKER_HEALTHCHECK_TIMEOUT = 30
 """Seconds a ``--workers`` worker may take to answer the supervisor's ping. uvicorn's 5 s
 kills a worker still importing on a busy host, again and again (seen at load 14 on 2 cores)."""
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-LOG_CONFIG: dict[str, Any] = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"timed": {"format": LOG_FORMAT}},
-    "handlers": {
-        "stderr": {
-            "class": "logging.StreamHandler",
-            "formatter": "timed",
-            "stream": "ext://sys.stderr",
-        }
-    },
-    "loggers": {
-        "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-        "laneway": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-    },
-}
-"""``laneway serve``'s logging: every line, uvicorn's and laneway's, starts with its time."""
+
+
+def log_config(level: str = "INFO") -> dict[str, Any]:
+    """``laneway serve``'s logging: every line, uvicorn's and laneway's, starts with its time.
+
+    ``level`` (``DEBUG``, ``INFO``, ``WARNING``, ``ERROR``) applies to both; the
+    access log (``server.access_log``) is written apart, one line per call.
+    """
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"timed": {"format": LOG_FORMAT}},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "timed",
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level, "propagate": False},
+            "laneway": {"handlers": ["stderr"], "level": level, "propagate": False},
+        },
+    }
 
 
 def connection_limits(server: ServerConfig, workers: int = 1) -> ConnectionLimits:
@@ -75,7 +82,7 @@ def uvicorn_config(
     in flight finish for up to ``drain_timeout`` (uvicorn counts whole seconds,
     so it is rounded up), then the lifespan shutdown closes the engine.
     ``limits`` are the per-process connection limits (defaults when ``None``);
-    ``log_config`` replaces uvicorn's logging setup (``LOG_CONFIG`` in
+    ``log_config`` replaces uvicorn's logging setup (``log_config()`` in
     ``laneway serve``; tests keep uvicorn's, which leaves the root logger alone).
     """
     extra = {} if log_config is None else {"log_config": log_config}
