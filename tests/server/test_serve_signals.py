@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import signal
 import socket
@@ -84,4 +85,7 @@ def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
     with contextlib.closing(sqlite3.connect(tmp_path / "laneway.sqlite3")) as db:
         (rows,) = db.execute("SELECT count(*) FROM calls WHERE lane = 'slow'").fetchone()
     assert rows == 4  # every answered call left its telemetry row
-    assert all(re.match(r"^\d{4}-\d\d-\d\d ", line) for line in lines if line.strip()), lines
+    stamped = [line for line in lines if line.strip() and not line.startswith("{")]
+    assert all(re.match(r"^\d{4}-\d\d-\d\d ", line) for line in stamped), lines
+    access = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(access) == 4 and all(re.match(r"^\d{4}-\d\d-\d\dT", a["time"]) for a in access)
