@@ -32,8 +32,10 @@ from laneway.accounting.pricer import Pricer
 from laneway.cache import open_cache
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
+from laneway.config.secrets import redactor_for
 from laneway.core.errors import ConfigError
 from laneway.core.records import CallObserver
+from laneway.core.redact import redact_logs
 from laneway.core.units import format_duration
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import build_lane
@@ -258,9 +260,14 @@ def build_gateway(
     paths start there. The telemetry writer (``None`` when ``telemetry.url``
     is off) is started and flushed by the gateway's lifespan. ``access_log``
     writes one line per call to stderr in that format (``None``: no access log).
+    Every log record and telemetry row of the process is redacted of the
+    configuration's secrets from here on (access-log fields are redacted as
+    they enter: request ids at the edge, upstream text at the transport).
     """
+    redactor = redactor_for(config, environ)
+    redact_logs(redactor)
     pricer = Pricer.for_lanes(config.lanes)
-    writer = writer_for(config.telemetry, base_dir, pricer.cost)
+    writer = writer_for(config.telemetry, base_dir, pricer.cost, redactor)
     metrics = Metrics(pricer.cost)
     metrics.watch_connections(CONNECTIONS)
     observers: list[CallObserver] = [metrics]

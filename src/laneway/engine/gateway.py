@@ -10,6 +10,7 @@ from typing import Any
 from laneway.accounting.estimate import chat_usage_or_estimate
 from laneway.cache import CacheStore, GuardedCache, open_cache
 from laneway.config.models import LanewayConfig
+from laneway.config.secrets import redactor_for
 from laneway.core.clock import Clock, SystemClock
 from laneway.core.errors import (
     AttemptFailure,
@@ -35,6 +36,7 @@ from laneway.engine.embedding_cache import EmbeddingCache
 from laneway.engine.lane import Lane, Source, build_lane
 from laneway.engine.ocr import run_ocr
 from laneway.engine.recording import CallClock, Recorder
+from laneway.engine.redaction import RedactingTransport
 from laneway.engine.response_cache import ResponseCache
 from laneway.engine.stream import ChatStream
 from laneway.policy.deadline import Deadline
@@ -45,6 +47,10 @@ from laneway.state import open_store
 
 class Engine:
     """The lanes of one configuration, a shared transport, and the call loop.
+
+    ``redactor`` holds the configuration's secrets; when there are any, the
+    transport is wrapped so no upstream text carrying one gets further
+    (``laneway.engine.redaction``).
 
     ``cache`` stores the response and embedding caches (default: the one
     ``cache.url`` names, relative paths from the working directory); its
@@ -63,7 +69,10 @@ class Engine:
         cache: CacheStore | None = None,
     ) -> None:
         self.config = config
-        self.transport = transport
+        self.redactor = redactor_for(config, environ)
+        self.transport: Transport = (
+            RedactingTransport(transport, self.redactor) if self.redactor.active else transport
+        )
         self.clock = clock or SystemClock()
         self.loop = CallLoop(self.clock, rng, open_store(config.state.url, self.clock))
         self.recorder = Recorder(observers, self.clock)

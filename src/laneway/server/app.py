@@ -146,7 +146,9 @@ class Gateway:
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ)
         self.states = lane_states(engine.lanes)
-        self._ready = readiness_body(self.states, self.keys.problems, server.ready)
+        self.redactor = engine.redactor
+        status, body = readiness_body(self.states, self.keys.problems, server.ready)
+        self._ready = status, self.redactor.bytes(body)
         self._ready_summary = orjson.dumps({"ready": self._ready[0] == 200})
         self.browsers = BrowserGuard(server, open_gateway=self.keys.open)
         self._all_lanes = frozenset(engine.lanes)
@@ -194,7 +196,7 @@ class Gateway:
         except ClientGone:
             return
         except (LanewayError, Refused) as exc:
-            await self._send(exchange, exchange.dialect.error(exc, exchange.lane))
+            await self._send(exchange, self._redacted(exchange.dialect.error(exc, exchange.lane)))
         except Exception:
             await self._crashed(scope, exchange, started)
 
@@ -210,7 +212,12 @@ class Gateway:
         kind = _KINDS.get(path.removeprefix("/v1"), "")
         self.engine.recorder.crashed(ex.lane, kind, started, CallMeta(request_id=rid))
         with contextlib.suppress(Exception):  # the head may be out already: nothing more to say
-            await self._send(ex, ex.dialect.crash(ex.lane, rid))
+            await self._send(ex, self._redacted(ex.dialect.crash(ex.lane, rid)))
+
+    def _redacted(self, reply: Reply) -> Reply:
+        """``reply`` without secrets: error bodies quote callers and upstreams."""
+        body = self.redactor.bytes(reply.body)
+        return reply if body is reply.body else Reply(reply.status, body, reply.headers)
 
     def _lookup(self, path: str) -> tuple[str, Handler] | None:
         """The method and handler of ``path`` (``/v1/models/{id}`` by its prefix)."""
@@ -316,7 +323,7 @@ class Gateway:
             await stream.aclose()
         if self.metrics is not None:
             self.metrics.responded(200)
-        await ex.send({"type": "http.response.body", "body": closing})
+        await ex.send({"type": "http.response.body", "body": self.redactor.bytes(closing)})
 
     async def _embed(self, ex: Exchange) -> None:
         caller, data, lane = await self._request(ex)
@@ -399,6 +406,7 @@ class Gateway:
             raise Refused(403, "permission_denied", message)
         assert self.metrics is not None
         body, content_type = render_metrics(self.metrics)
+        body = self.redactor.bytes(body)
         await self._send(ex, Reply(200, body, [], content_type.encode()))
 
     async def _healthz(self, ex: Exchange) -> None:

@@ -38,6 +38,7 @@ from laneway.sim._answers import (
 from laneway.sim._anthropic import ANTHROPIC
 from laneway.sim._azure import AzureRoute, azure_answer, azure_gate, azure_request, azure_route
 from laneway.sim._cache import Prefix, PromptCache
+from laneway.sim._echo import credential, echo_key
 from laneway.sim._faults import Refusal, choose_refusal
 from laneway.sim._gemini import GEMINI
 from laneway.sim._native import Call, Dialect, native_refusal, native_steps
@@ -287,6 +288,8 @@ class SimApp:
         answer = self._answer(behaviour, endpoint, request, refusal)
         if azure is not None:
             answer = azure_answer(answer, refusal)
+        if behaviour.echo_key:
+            answer = echo_key(answer, credential(scope["headers"]))
         if isinstance(answer, Reply):
             await _send_reply(send, answer)
         else:

@@ -45,6 +45,7 @@ class Behaviour:
     window: int | None = None
     reject_prefill: bool = False
     reasoning: bool = False
+    echo_key: bool = False
     chunks: int = 5
     delay: float = 0.0
     rpm: int | None = None
@@ -137,6 +138,7 @@ _FLAG_TOKENS = frozenset(
         "context_length",
         "reject_prefill",
         "reasoning",
+        "echo_key",
         "no_retry_after",
         "no_headers",
         "reset",

@@ -7,6 +7,7 @@ from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from laneway.core.extras import require
+from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import TelemetryStore
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter
@@ -27,11 +28,17 @@ class TelemetrySettings(Protocol):
     def flush_interval(self) -> float: ...
 
 
-def writer_for(settings: TelemetrySettings, base_dir: Path, cost: CostFn) -> TelemetryWriter | None:
+def writer_for(
+    settings: TelemetrySettings,
+    base_dir: Path,
+    cost: CostFn,
+    redactor: Redactor = NO_SECRETS,
+) -> TelemetryWriter | None:
     """The writer the ``telemetry:`` block asks for; ``None`` when telemetry is off.
 
     ``base_dir`` is the config file's folder (a relative SQLite path starts
-    there); ``cost`` prices each record, e.g. ``accounting.Pricer.cost``.
+    there); ``cost`` prices each record, e.g. ``accounting.Pricer.cost``;
+    ``redactor`` cleans each row's text before it is written.
     """
     store = store_for_url(settings.url, base_dir)
     if store is None:
@@ -42,6 +49,7 @@ def writer_for(settings: TelemetrySettings, base_dir: Path, cost: CostFn) -> Tel
         queue_size=settings.queue_size,
         batch_size=settings.batch_size,
         flush_interval=settings.flush_interval,
+        redactor=redactor,
     )
 
 

@@ -7,7 +7,9 @@ passed), never per record, prices the rows a slice at a time so the loop
 is never held for a whole batch, and writes them, each write bounded by
 ``write_timeout``. A slow, hanging or dead database therefore costs requests
 nothing: it shows up as queue depth, drops and failed rows, which the metrics
-report, and as a log warning when writes start or stop failing.
+report, and as a log warning when writes start or stop failing. Rows are
+redacted of the configuration's secrets (a caller's request id, an
+upstream's message) before they are written.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from laneway.core.records import CallRecord
+from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import Row, TelemetryStore
 from laneway.telemetry.rows import to_row
 
@@ -54,8 +57,10 @@ class TelemetryWriter:
         batch_size: int = 200,
         flush_interval: float = 1.0,
         write_timeout: float = 10.0,
+        redactor: Redactor = NO_SECRETS,
     ) -> None:
         self.store = store
+        self.redactor = redactor
         self.cost = cost
         self.batch_size = batch_size
         self.flush_interval = flush_interval
@@ -149,6 +154,9 @@ class TelemetryWriter:
             if start:
                 await asyncio.sleep(0)
             rows.extend(to_row(r, *self.cost(r)) for r in batch[start : start + ROWS_PER_STEP])
+        if self.redactor.active:
+            text = self.redactor.text
+            rows = [tuple(text(v) if isinstance(v, str) else v for v in row) for row in rows]
         return rows
 
     async def _write(self, batch: list[CallRecord]) -> None:
