@@ -278,6 +278,12 @@ def build_gateway(
         observers.append(writer)
     cache = open_cache(config.cache.url, base_dir)
     engine = Engine(config, environ, AiohttpTransport(), observers=observers, cache=cache)
+    if config.state.url is not None:
+        from laneway.state import FallbackStore
+
+        store = engine.loop.admission.store
+        if isinstance(store, FallbackStore):
+            metrics.watch_state(store)
     return Gateway(engine, environ, metrics=metrics, telemetry=writer)
 
 

@@ -151,9 +151,20 @@ class BreakerConfig(Strict):
 
 
 class StateConfig(Strict):
-    """Where admission state lives: in the process (no ``url``) or shared through Redis."""
+    """Where admission state lives: in the process (no ``url``) or shared through Redis.
+
+    ``fallback_share`` is the part of each quota a replica may spend while Redis
+    is unreachable; unset, it is one over the replica count last seen in Redis.
+    """
 
     url: NetworkUrl | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
+    fallback_share: float | None = Field(default=None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _share_needs_url(self) -> StateConfig:
+        if self.fallback_share is not None and self.url is None:
+            raise ValueError("fallback_share applies to a shared state.url only")
+        return self
 
 
 class SourceConfig(Strict):

@@ -74,7 +74,8 @@ class Engine:
             RedactingTransport(transport, self.redactor) if self.redactor.active else transport
         )
         self.clock = clock or SystemClock()
-        self.loop = CallLoop(self.clock, rng, open_store(config.state.url, self.clock))
+        state = open_store(config.state.url, self.clock, config.state.fallback_share)
+        self.loop = CallLoop(self.clock, rng, state)
         self.recorder = Recorder(observers, self.clock)
         self.cache = GuardedCache(cache or open_cache(config.cache.url, None), self.clock)
         self.responses = ResponseCache(self.cache, self.clock)

@@ -82,6 +82,19 @@ class QueueReport(Protocol):
     def failed(self) -> int: ...
 
 
+class StateReport(Protocol):
+    """Shared state's health (``state.FallbackStore`` has this shape)."""
+
+    @property
+    def degraded(self) -> bool: ...
+    @property
+    def outages(self) -> int: ...
+    @property
+    def local_grants(self) -> int: ...
+    @property
+    def replicas(self) -> int | None: ...
+
+
 @dataclass(slots=True)
 class _Histogram:
     """Bucket counts (not cumulative) and the sum of one labelled histogram."""
@@ -137,6 +150,10 @@ class Metrics:
     def watch_queue(self, queue: QueueReport) -> None:
         """Report the telemetry queue's depth, drops, writes and failures at each scrape."""
         self.registry.register(_QueueCollector(queue))
+
+    def watch_state(self, state: StateReport) -> None:
+        """Report whether shared state (Redis) answers, and its outages, at each scrape."""
+        self.registry.register(_StateCollector(state))
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""
@@ -256,3 +273,30 @@ class _ConnectionCollector(Collector):
         for reason, count in sorted(r.closed.items()):
             closed.add_metric([reason], count)
         yield closed
+
+
+class _StateCollector(Collector):
+    """Reads the shared-state store's health when scraped."""
+
+    def __init__(self, state: StateReport) -> None:
+        self.state = state
+
+    def collect(self) -> Iterable[Metric]:
+        s = self.state
+        yield GaugeMetricFamily(
+            "laneway_state_backend_up",
+            "1 while shared state (Redis) answers, 0 while quotas run on local shares.",
+            value=0 if s.degraded else 1,
+        )
+        yield CounterMetricFamily(
+            "laneway_state_outages", "Times shared state became unreachable.", value=s.outages
+        )
+        yield CounterMetricFamily(
+            "laneway_state_local_admissions",
+            "Admissions granted on local state during outages.",
+            value=s.local_grants,
+        )
+        if s.replicas is not None:
+            yield GaugeMetricFamily(
+                "laneway_state_replicas", "Replicas last seen in shared state.", value=s.replicas
+            )

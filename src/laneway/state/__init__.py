@@ -50,15 +50,19 @@ __all__ = [
 ]
 
 
-def open_store(url: str | None, clock: Clock) -> SourceStore:
-    """The store for ``state.url``: in-process without one, Redis (with fallback) with one."""
+def open_store(url: str | None, clock: Clock, fallback_share: float | None = None) -> SourceStore:
+    """The store for ``state.url``: in-process without one, Redis (with fallback) with one.
+
+    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackStore``).
+    """
     if url is None:
         return MemoryStore(clock)
     require("redis", "state.url (Redis)")
     from laneway.state.fallback import FallbackStore
     from laneway.state.redis_store import RedisStore
 
-    return FallbackStore(RedisStore.from_url(url, clock), MemoryStore(clock), clock)
+    shared = RedisStore.from_url(url, clock)
+    return FallbackStore(shared, MemoryStore(clock), clock, fallback_share=fallback_share)
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

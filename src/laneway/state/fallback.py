@@ -3,10 +3,23 @@
 A gateway must not stop serving because its coordination store did: each
 operation gets ``timeout`` seconds; on an error or timeout the store says so
 once in the log, counts an outage, and serves from local state. It tries
-Redis again at most every ``retry_every`` seconds, so a dead Redis costs
-one timeout per interval, not one per call. When Redis answers again, the
-reservations and outcomes kept locally are replayed into it (quota spent
-during the outage still counts), then local state is dropped.
+Redis again at most every ``retry_every`` seconds (and on a timer, so an idle
+replica recovers too), so a dead Redis costs one timeout per interval, not
+one per call. When Redis answers again, the reservations and outcomes kept
+locally are replayed into it (quota spent during the outage still counts),
+and the recovery is logged.
+
+Quotas stay conservative while Redis is away: each replica enforces its share
+of every ``rpm`` and ``tpm``, the limit times ``fallback_share`` when one is
+configured, else divided by the number of replicas last seen in Redis (each
+replica says it is alive every ``heartbeat`` seconds). The local window does
+not start empty: every reservation Redis granted this replica is mirrored
+locally, so what the replica spent before the outage counts against its
+share; and for one quota window after Redis returns, a grant must fit the
+share too, since Redis learns what another replica spent locally only when
+that one reconnects. Together the replicas then stay within the limit. A
+share below one request is rounded up to one, the only way a small quota can
+be passed.
 
 Each ticket is settled where it was granted: a ticket granted locally is
 settled locally; a shared one whose settlement cannot reach Redis still
@@ -16,7 +29,11 @@ has its outcome logged locally (its reservation expires in Redis).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
+import math
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -44,15 +61,27 @@ class FallbackStore:
         *,
         timeout: float = 0.5,
         retry_every: float = 1.0,
+        fallback_share: float | None = None,
+        heartbeat: float = 5.0,
     ) -> None:
         self.shared = shared
         self.local = local
         self.clock = clock
         self.timeout = timeout
         self.retry_every = retry_every
+        self.fallback_share = fallback_share
+        self.heartbeat = heartbeat
+        self.replica = uuid.uuid4().hex
+        self.replicas: int | None = None
+        """Replicas alive at the last heartbeat (this one included); ``None`` before it."""
         self.outages = 0
         """How many times the shared store became unreachable (a counter for metrics)."""
+        self.local_grants = 0
+        """Admissions granted on local state during outages (a counter for metrics)."""
         self._down_since: float | None = None
+        self._recovered_at: float | None = None
+        self._next_beat = -math.inf
+        self._beating: asyncio.Task[None] | None = None
         self._local_tickets: set[str] = set()
 
     @property
@@ -60,15 +89,49 @@ class FallbackStore:
         """True while serving from local state."""
         return self._down_since is not None
 
+    @property
+    def share(self) -> float:
+        """The part of each quota this replica may spend while Redis is away."""
+        if self.fallback_share is not None:
+            return self.fallback_share
+        return 1.0 / (self.replicas or 1)
+
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
         """See ``SourceStore.admit``."""
+        if self._beating is None:
+            self._beating = asyncio.get_running_loop().create_task(self._beat(), name="state")
         shared = await self._try(lambda: self.shared.admit(lane, sources, asks))
         if shared is not None:
+            granted = shared.granted
+            if granted is None or (granted.rpm is None and granted.tpm is None):
+                return shared
+            if (
+                self._recovered_at is None
+                or self.clock.now() >= self._recovered_at + granted.window
+            ):
+                self.local.mirror(lane, granted)
+                return shared
+            return await self._within_share(lane, granted, shared)
+        share = self.share
+        admission = await self.local.admit(lane, sources, [_shared_out(a, share) for a in asks])
+        if admission.granted is None:
+            return admission
+        self.local_grants += 1
+        self._local_tickets.add(admission.granted.ticket)
+        original = next(a for a in asks if a.ticket == admission.granted.ticket)
+        return Admission(original, admission.refusals, admission.records)
+
+    async def _within_share(self, lane: str, granted: Ask, shared: Admission) -> Admission:
+        """A shared grant in the window after an outage, kept only if it fits the local share.
+
+        Until then Redis may not know what other replicas spent locally (each
+        replays when it comes back), so the share still bounds this replica.
+        """
+        local = await self.local.admit(lane, [], [_shared_out(granted, self.share)])
+        if local.granted is not None:
             return shared
-        admission = await self.local.admit(lane, sources, asks)
-        if admission.granted is not None:
-            self._local_tickets.add(admission.granted.ticket)
-        return admission
+        await self._try(lambda: self._released(lane, granted))
+        return Admission(None, (*shared.refusals, *local.refusals), shared.records)
 
     async def settle(
         self, lane: str, ask: Ask, tokens: int | None, code: str | None
@@ -77,25 +140,37 @@ class FallbackStore:
         if ask.ticket not in self._local_tickets:
             shared = await self._try(lambda: self.shared.settle(lane, ask, tokens, code))
             if shared is not None:
+                if tokens is not None:
+                    self.local.mirror(lane, ask, tokens)
                 return shared
         self._local_tickets.discard(ask.ticket)
         return await self.local.settle(lane, ask, tokens, code)
 
     async def release(self, lane: str, ask: Ask) -> None:
         """See ``SourceStore.release``."""
+        await self.local.release(lane, ask)
         if ask.ticket in self._local_tickets:
             self._local_tickets.discard(ask.ticket)
-            await self.local.release(lane, ask)
             return
         await self._try(lambda: self._released(lane, ask))
 
     async def aclose(self) -> None:
-        """Close the shared store's connections."""
+        """Stop the heartbeat; close the shared store's connections."""
+        if self._beating is not None:
+            self._beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beating
         await self.shared.aclose()
 
     async def _released(self, lane: str, ask: Ask) -> bool:
         await self.shared.release(lane, ask)
         return True
+
+    async def _beat(self) -> None:
+        """Keep this replica counted (and notice Redis's return) even while no call comes."""
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            await self._try(_nothing)
 
     async def _try(self, operation: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``operation`` on the shared store, or return ``None`` to use local state."""
@@ -107,6 +182,9 @@ class FallbackStore:
                 if self._down_since is not None:
                     await self.shared.merge(self.local.dump())
                     self._came_back()
+                if now >= self._next_beat:
+                    self.replicas = await self.shared.heartbeat(self.replica, 3 * self.heartbeat)
+                    self._next_beat = now + self.heartbeat
                 return await operation()
         except SHARED_ERRORS as error:
             self._went_down(error, now)
@@ -116,19 +194,43 @@ class FallbackStore:
         if self._down_since is None:
             self.outages += 1
             logger.warning(
-                "shared state at %s is unreachable (%s); serving on local state until it returns",
+                "shared state at %s is unreachable (%s); serving on local state until it "
+                "returns, each quota at %.0f%% (%s)",
                 _where(self.shared),
                 type(error).__name__,
+                100 * self.share,
+                self._share_source(),
             )
         self._down_since = now
 
+    def _share_source(self) -> str:
+        if self.fallback_share is not None:
+            return "state.fallback_share"
+        if self.replicas is None:
+            return "no replica count seen yet"
+        return f"{self.replicas} replica(s) last seen"
+
     def _came_back(self) -> None:
-        self.local.clear()
+        self.local.forget_outcomes()
         self._local_tickets.clear()
         self._down_since = None
+        self._recovered_at = self.clock.now()
         logger.warning(
             "shared state at %s is back; local state replayed into it", _where(self.shared)
         )
+
+
+async def _nothing() -> bool:
+    return True
+
+
+def _shared_out(ask: Ask, share: float) -> Ask:
+    """``ask`` with its quotas cut to this replica's share (at least one request)."""
+    if ask.rpm is None and ask.tpm is None:
+        return ask
+    rpm = None if ask.rpm is None else max(math.floor(ask.rpm * share), 1)
+    tpm = None if ask.tpm is None else max(math.floor(ask.tpm * share), 1)
+    return dataclasses.replace(ask, rpm=rpm, tpm=tpm)
 
 
 def _where(store: RedisStore) -> str:

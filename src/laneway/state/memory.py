@@ -18,6 +18,7 @@ from laneway.state.base import (
     QUOTA,
     Admission,
     Ask,
+    Entry,
     Mark,
     Refusal,
     SourceDump,
@@ -100,16 +101,36 @@ class MemoryStore:
     async def aclose(self) -> None:
         """Nothing to release."""
 
+    def mirror(self, lane: str, ask: Ask, tokens: int | None = None) -> None:
+        """Keep a reservation a shared store granted (or its final ``tokens``), unchecked.
+
+        ``FallbackStore`` mirrors its replica's own shared grants here, so a
+        Redis outage starts from the quota this replica already spent, not
+        from an empty window.
+        """
+        state = self._state(lane, ask.source)
+        state.window_seconds = ask.window
+        if ask.ticket in state.window.entries:
+            if tokens is not None:
+                state.window.settle(ask.ticket, tokens)
+            return
+        now = self.clock.now()
+        state.window.expire(ask.window, now)
+        state.window.add(Entry(ask.ticket, now, ask.tokens if tokens is None else tokens))
+
+    def forget_outcomes(self) -> None:
+        """Drop outcome logs and probe leases (after a replay), keeping the quota windows."""
+        for state in self._sources.values():
+            state.marks.clear()
+            state.last_ok = None
+            state.probe = None
+
     def dump(self) -> list[SourceDump]:
         """Everything held, for replay into a shared store."""
         return [
             SourceDump(lane, source, s.window_seconds, tuple(s.window.entries.values()), s.record())
             for (lane, source), s in self._sources.items()
         ]
-
-    def clear(self) -> None:
-        """Forget everything (after a replay)."""
-        self._sources.clear()
 
     def _take(self, lane: str, ask: Ask, now: float) -> Refusal | None:
         state = self._state(lane, ask.source)

@@ -112,6 +112,18 @@ class RedisStore:
                 await self._merge(keys=keys, args=args, client=pipe)
             await pipe.execute()
 
+    async def heartbeat(self, replica: str, ttl: float) -> int:
+        """Say ``replica`` is alive; return how many replicas did so within ``ttl`` seconds."""
+        key = f"{self.prefix}:replicas"
+        now = self.clock.wall()
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zadd(key, {replica: now})
+            pipe.zremrangebyscore(key, "-inf", now - ttl)
+            pipe.zcard(key)
+            pipe.pexpire(key, int(ttl * 1000))
+            _, _, count, _ = await pipe.execute()
+        return max(int(count), 1)
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.client.aclose()
