@@ -83,7 +83,7 @@ def test_cost_counts_priced_calls_and_unpriced_ones_apart() -> None:
 
 
 class Queue:
-    depth, dropped, written, failed = 4, 2, 10, 3
+    depth, dropped, written, failed, spooled = 4, 2, 10, 3, 7
 
 
 def test_telemetry_queue_is_read_at_scrape_time() -> None:
@@ -93,3 +93,4 @@ def test_telemetry_queue_is_read_at_scrape_time() -> None:
     assert value(found, "laneway_telemetry_queue_depth") == 4
     assert value(found, "laneway_telemetry_dropped_total") == 2
     assert value(found, "laneway_telemetry_failed_total") == 3
+    assert value(found, "laneway_telemetry_spooled") == 7

@@ -14,6 +14,7 @@ import pytest
 from laneway.core.clock import FakeClock
 from laneway.state import FallbackStore, MemoryStore, RedisStore
 from laneway.state.base import Ask
+from tests.proxy import TcpProxy
 from tests.state.conftest import REDIS_URL
 
 LANE = "lane"
@@ -68,52 +69,10 @@ async def test_a_silent_redis_costs_one_timeout_per_retry_interval() -> None:
     assert after < 0.1, "within the retry interval, local state answers at once"
 
 
-class Proxy:
-    """A TCP relay to the test Redis that a test can cut and restore."""
-
-    def __init__(self) -> None:
-        target = urlsplit(REDIS_URL)
-        self.target = (target.hostname or "127.0.0.1", target.port or 6379)
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._relays: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in self._writers:
-            writer.close()
-        await asyncio.gather(*self._relays, return_exceptions=True)
-        await self._server.wait_closed()
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._relays.add(task)
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(
-            _pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True
-        )
-        for end in (writer, up_writer):
-            end.close()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while data := await reader.read(65536):
-        writer.write(data)
-        await writer.drain()
-    writer.close()
-
-
 @pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    relay = Proxy()
+async def proxy() -> AsyncIterator[TcpProxy]:
+    target = urlsplit(REDIS_URL)
+    relay = TcpProxy((target.hostname or "127.0.0.1", target.port or 6379))
     await relay.start()
     yield relay
     await relay.stop()

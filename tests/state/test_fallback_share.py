@@ -15,7 +15,8 @@ from laneway.core.clock import FakeClock
 from laneway.metrics import Metrics
 from laneway.state import FallbackStore, MemoryStore, RedisStore
 from laneway.state.base import Ask
-from tests.state.test_fallback import Proxy, proxy, warnings_about
+from tests.proxy import TcpProxy
+from tests.state.test_fallback import proxy, warnings_about
 
 __all__ = ["proxy"]
 
@@ -53,7 +54,7 @@ class Asker:
 
 
 async def test_two_replicas_hold_an_rpm_quota_through_a_redis_outage(
-    proxy: Proxy, redis_client, redis_prefix, caplog
+    proxy: TcpProxy, redis_client, redis_prefix, caplog
 ) -> None:
     clock = FakeClock()
     url = f"redis://127.0.0.1:{proxy.port}/0"

@@ -432,6 +432,8 @@ class TelemetryConfig(Strict):
     queue_size: int = Field(default=10_000, ge=1)
     batch_size: int = Field(default=200, ge=1)
     flush_interval: Duration = Field(default=1.0, gt=0)
+    spool_bytes: Size = Field(default=256 * 1024 * 1024, ge=0)
+    """Bound of the spool file that keeps rows through a database outage (0: no spool)."""
 
 
 class CacheConfig(Strict):

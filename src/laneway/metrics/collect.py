@@ -80,6 +80,8 @@ class QueueReport(Protocol):
     def written(self) -> int: ...
     @property
     def failed(self) -> int: ...
+    @property
+    def spooled(self) -> int: ...
 
 
 class StateReport(Protocol):
@@ -243,6 +245,11 @@ class _QueueCollector(Collector):
         yield CounterMetricFamily("laneway_telemetry_written", "Records written.", value=q.written)
         yield CounterMetricFamily(
             "laneway_telemetry_failed", "Records lost to failed writes.", value=q.failed
+        )
+        yield GaugeMetricFamily(
+            "laneway_telemetry_spooled",
+            "Records kept in the spool file until the database takes them.",
+            value=q.spooled,
         )
 
 

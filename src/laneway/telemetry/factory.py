@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from laneway.core.extras import require
 from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import TelemetryStore
+from laneway.telemetry.spool import Spool, spool_path
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter
 
@@ -26,6 +27,8 @@ class TelemetrySettings(Protocol):
     def batch_size(self) -> int: ...
     @property
     def flush_interval(self) -> float: ...
+    @property
+    def spool_bytes(self) -> int: ...
 
 
 def writer_for(
@@ -38,7 +41,9 @@ def writer_for(
 
     ``base_dir`` is the config file's folder (a relative SQLite path starts
     there); ``cost`` prices each record, e.g. ``accounting.Pricer.cost``;
-    ``redactor`` cleans each row's text before it is written.
+    ``redactor`` cleans each row's text before it is written. Rows the
+    database cannot take yet wait in a spool file in ``base_dir`` of at most
+    ``spool_bytes`` (none when it is 0).
     """
     store = store_for_url(settings.url, base_dir)
     if store is None:
@@ -50,6 +55,7 @@ def writer_for(
         batch_size=settings.batch_size,
         flush_interval=settings.flush_interval,
         redactor=redactor,
+        spool=Spool(spool_path(base_dir), settings.spool_bytes) if settings.spool_bytes else None,
     )
 
 

@@ -6,10 +6,20 @@ wakes once per batch (``batch_size`` rows queued, or ``flush_interval``
 passed), never per record, prices the rows a slice at a time so the loop
 is never held for a whole batch, and writes them, each write bounded by
 ``write_timeout``. A slow, hanging or dead database therefore costs requests
-nothing: it shows up as queue depth, drops and failed rows, which the metrics
+nothing: it shows up as queue depth and spooled rows, which the metrics
 report, and as a log warning when writes start or stop failing. Rows are
 redacted of the configuration's secrets (a caller's request id, an
 upstream's message) before they are written.
+
+With a ``Spool`` (``laneway serve`` gives one, beside the config) no row is
+lost to an outage: a batch the database refuses goes to the spool file, and
+while the spool holds rows everything newer follows it there, so order is
+kept. The writer retries the spool's head every ``flush_interval``; when the
+database answers it writes the spool back, oldest first, each row once, then
+returns to writing from the queue. Rows still queued at shutdown are spooled
+for the next start. Only a full spool (or a full queue) drops rows, counted
+as drops. Without a spool, rows of a failed write are lost and counted as
+failed.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from laneway.core.records import CallRecord
 from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import Row, TelemetryStore
 from laneway.telemetry.rows import to_row
+from laneway.telemetry.spool import Spool
 
 log = logging.getLogger("laneway.telemetry")
 
@@ -37,7 +48,11 @@ CostFn = Callable[[CallRecord], tuple[float | None, str]]
 
 @dataclass(slots=True)
 class WriterStats:
-    """What happened to the records the writer was given."""
+    """What happened to the records the writer was given.
+
+    ``failed`` counts rows lost to failed writes (only without a spool);
+    ``failed_batches`` every write the database refused or did not finish.
+    """
 
     written: int = 0
     dropped: int = 0
@@ -58,8 +73,10 @@ class TelemetryWriter:
         flush_interval: float = 1.0,
         write_timeout: float = 10.0,
         redactor: Redactor = NO_SECRETS,
+        spool: Spool | None = None,
     ) -> None:
         self.store = store
+        self.spool = spool
         self.redactor = redactor
         self.cost = cost
         self.batch_size = batch_size
@@ -68,6 +85,8 @@ class TelemetryWriter:
         self.stats = WriterStats()
         self.queue_size = queue_size
         self._queue: deque[CallRecord] = deque()
+        self._in_flight: list[CallRecord] = []
+        self._spool_full = False
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -88,6 +107,11 @@ class TelemetryWriter:
     def written(self) -> int:
         """Records the database accepted."""
         return self.stats.written
+
+    @property
+    def spooled(self) -> int:
+        """Rows waiting in the spool file for the database to return."""
+        return 0 if self.spool is None else self.spool.rows
 
     @property
     def failed(self) -> int:
@@ -111,7 +135,8 @@ class TelemetryWriter:
     async def aclose(self, timeout: float = 5.0) -> WriterStats:
         """Flush what is queued within ``timeout`` seconds, then close the store.
 
-        Records still queued when the bound passes are counted as dropped.
+        Records still queued when the bound passes go to the spool (counted as
+        dropped when there is none, or it is full).
         """
         self._closing = True
         self._ready.set()
@@ -120,14 +145,44 @@ class TelemetryWriter:
                 await asyncio.wait_for(asyncio.shield(self._task), timeout)
             except TimeoutError:
                 await _cancel(self._task)
-        self.stats.dropped += len(self._queue)
-        self._queue.clear()
+        self._keep_leftovers()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.store.close(), timeout)
         return self.stats
 
+    def _keep_leftovers(self) -> None:
+        """Spool (or count as dropped) the records the shutdown bound left unwritten."""
+        leftover = [*self._in_flight, *self._queue]
+        self._in_flight, self._queue = [], deque()
+        if not leftover:
+            return
+        if self.spool is None:
+            self.stats.dropped += len(leftover)
+            return
+        rows = self._redacted([to_row(r, *self.cost(r)) for r in leftover])
+        dropped = self.spool.append(rows)
+        self.stats.dropped += dropped
+        log.warning(
+            "telemetry at shutdown: %d rows kept in %s for the next start, %d dropped (spool full)",
+            len(rows) - dropped,
+            self.spool.path,
+            dropped,
+        )
+
     async def _run(self) -> None:
-        while not (self._closing and not self._queue):
+        if self.spool is not None:
+            adopted = await asyncio.to_thread(self.spool.adopt)
+            if self.spool.rows:
+                log.warning(
+                    "telemetry: %d rows in %s (%d from earlier processes) are written first",
+                    self.spool.rows,
+                    self.spool.path,
+                    adopted,
+                )
+        while not (self._closing and not self._queue and not self.spooled):
+            if self.spooled:
+                await self._replay()
+                continue
             await self._batch_due()
             batch = self._take()
             if batch:
@@ -141,10 +196,10 @@ class TelemetryWriter:
             async with asyncio.timeout(self.flush_interval):
                 await self._ready.wait()
 
-    def _take(self) -> list[CallRecord]:
-        """Up to ``batch_size`` records from the head of the queue."""
+    def _take(self, most: int | None = None) -> list[CallRecord]:
+        """Up to ``most`` (default ``batch_size``) records from the head of the queue."""
         self._ready.clear()
-        count = min(self.batch_size, len(self._queue))
+        count = min(most or self.batch_size, len(self._queue))
         return [self._queue.popleft() for _ in range(count)]
 
     async def _rows(self, batch: list[CallRecord]) -> list[Row]:
@@ -154,35 +209,88 @@ class TelemetryWriter:
             if start:
                 await asyncio.sleep(0)
             rows.extend(to_row(r, *self.cost(r)) for r in batch[start : start + ROWS_PER_STEP])
-        if self.redactor.active:
-            text = self.redactor.text
-            rows = [tuple(text(v) if isinstance(v, str) else v for v in row) for row in rows]
-        return rows
+        return self._redacted(rows)
+
+    def _redacted(self, rows: list[Row]) -> list[Row]:
+        if not self.redactor.active:
+            return rows
+        text = self.redactor.text
+        return [tuple(text(v) if isinstance(v, str) else v for v in row) for row in rows]
 
     async def _write(self, batch: list[CallRecord]) -> None:
-        try:
+        """Write a batch from the queue; a refused one goes to the spool (or is lost)."""
+        self._in_flight = batch
+        rows = await self._rows(batch)
+        if await self._stored(rows):
+            self._in_flight = []
+            self.stats.written += len(rows)
+            return
+        self._in_flight = []
+        if self.spool is None:
+            self.stats.failed += len(rows)
+        else:
+            await self._to_spool(rows)
+
+    async def _replay(self) -> None:
+        """Queue to spool (order), then one batch from the spool's head, or a pause."""
+        assert self.spool is not None
+        if self._queue:
+            batch = self._take(len(self._queue))
+            self._in_flight = batch
             rows = await self._rows(batch)
+            self._in_flight = []
+            await self._to_spool(rows)
+        rows, offset = await asyncio.to_thread(self.spool.head, self.batch_size)
+        if not rows:  # nothing past the offset (the file was emptied by hand)
+            await asyncio.to_thread(self.spool.clear)
+            return
+        if await self._stored(rows):
+            await asyncio.to_thread(self.spool.advance, offset, len(rows))
+            self.stats.written += len(rows)
+            if not self.spool.rows:
+                self._spool_full = False
+                log.warning("telemetry: the spool is written; writes go to the database again")
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.flush_interval):
+                await self._ready.wait()
+        self._ready.clear()
+
+    async def _to_spool(self, rows: list[Row]) -> None:
+        assert self.spool is not None
+        dropped = await asyncio.to_thread(self.spool.append, rows)
+        if dropped:
+            self.stats.dropped += dropped
+            if not self._spool_full:
+                log.warning(
+                    "telemetry spool %s is full (%d bytes): %d rows dropped",
+                    self.spool.path,
+                    self.spool.max_bytes,
+                    dropped,
+                )
+                self._spool_full = True
+
+    async def _stored(self, rows: list[Row]) -> bool:
+        """Write ``rows`` in one batch within ``write_timeout``; ``False`` when that failed."""
+        try:
             async with asyncio.timeout(self.write_timeout):
                 if not self._opened:
                     await self.store.open()
                     self._opened = True
                 await self.store.write_batch(rows)
-        except asyncio.CancelledError:
-            self.stats.dropped += len(batch)  # cut off by the shutdown bound
-            raise
         except Exception as exc:
-            self._failed(len(batch), exc)
-        else:
-            self.stats.written += len(batch)
-            if self._failing:
-                log.warning("telemetry writes recovered; %d rows lost in all so far", self.failed)
-                self._failing = False
+            self._failed(len(rows), exc)
+            return False
+        if self._failing:
+            log.warning("telemetry writes recovered; %d rows lost in all so far", self.failed)
+            self._failing = False
+        return True
 
     def _failed(self, count: int, exc: Exception) -> None:
-        self.stats.failed += count
         self.stats.failed_batches += 1
         if not self._failing:
-            log.warning("telemetry write failed, %d rows lost: %r", count, exc)
+            fate = "lost" if self.spool is None else f"kept in {self.spool.path}"
+            log.warning("telemetry write failed, %d rows %s: %r", count, fate, exc)
             self._failing = True
 
 
