@@ -191,3 +191,20 @@ async def test_rows_equal_answered_calls_through_a_postgresql_outage(
     assert stats.failed_batches > 0, "the outage was felt"
     assert written == observed, "every answered call is one row, in the order it finished"
     assert (stats.written, stats.dropped) == (300, 0)
+
+
+async def test_a_spool_that_cannot_be_written_drops_and_says_so(tmp_path, caplog) -> None:
+    store = SwitchedStore()
+    store.up = False
+    w = writer(store, tmp_path / "missing-folder" / "t.spool")
+    w.start()
+    with caplog.at_level(logging.WARNING, logger="laneway.telemetry"):
+        for n in range(12):
+            w.observe(record(n))
+        await wait_for(lambda: w.dropped == 12)
+        store.up = True
+        w.observe(record(12))
+        await wait_for(lambda: len(store.rows) == 1)
+        stats = await w.aclose()
+    assert (stats.dropped, stats.written, store.ids()) == (12, 1, ["r0012"])
+    assert "cannot be used" in caplog.text

@@ -434,6 +434,8 @@ class TelemetryConfig(Strict):
     flush_interval: Duration = Field(default=1.0, gt=0)
     spool_bytes: Size = Field(default=256 * 1024 * 1024, ge=0)
     """Bound of the spool file that keeps rows through a database outage (0: no spool)."""
+    spool_dir: str | None = Field(default=None, min_length=1)
+    """Folder of the spool file (relative to the config's); default: the config's folder."""
 
 
 class CacheConfig(Strict):

@@ -29,6 +29,8 @@ class TelemetrySettings(Protocol):
     def flush_interval(self) -> float: ...
     @property
     def spool_bytes(self) -> int: ...
+    @property
+    def spool_dir(self) -> str | None: ...
 
 
 def writer_for(
@@ -42,8 +44,8 @@ def writer_for(
     ``base_dir`` is the config file's folder (a relative SQLite path starts
     there); ``cost`` prices each record, e.g. ``accounting.Pricer.cost``;
     ``redactor`` cleans each row's text before it is written. Rows the
-    database cannot take yet wait in a spool file in ``base_dir`` of at most
-    ``spool_bytes`` (none when it is 0).
+    database cannot take yet wait in a spool file of at most ``spool_bytes``
+    (none when it is 0) in ``spool_dir``, by default ``base_dir``.
     """
     store = store_for_url(settings.url, base_dir)
     if store is None:
@@ -55,8 +57,15 @@ def writer_for(
         batch_size=settings.batch_size,
         flush_interval=settings.flush_interval,
         redactor=redactor,
-        spool=Spool(spool_path(base_dir), settings.spool_bytes) if settings.spool_bytes else None,
+        spool=_spool(settings, base_dir),
     )
+
+
+def _spool(settings: TelemetrySettings, base_dir: Path) -> Spool | None:
+    """This process's spool in ``spool_dir`` (relative to ``base_dir``); ``None`` at 0 bytes."""
+    if not settings.spool_bytes:
+        return None
+    return Spool(spool_path(base_dir / (settings.spool_dir or ".")), settings.spool_bytes)
 
 
 def store_for_url(url: str, base_dir: Path) -> TelemetryStore | None:

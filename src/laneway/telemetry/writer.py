@@ -30,6 +30,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from laneway.core.records import CallRecord
 from laneway.core.redact import NO_SECRETS, Redactor
@@ -41,6 +42,8 @@ log = logging.getLogger("laneway.telemetry")
 
 ROWS_PER_STEP = 25
 """Rows priced and built between two yields to the loop (~0.1 ms of work)."""
+
+T = TypeVar("T")
 
 CostFn = Callable[[CallRecord], tuple[float | None, str]]
 """Prices a record: ``(usd or None, status)``; ``accounting.Pricer.cost`` fits."""
@@ -87,6 +90,7 @@ class TelemetryWriter:
         self._queue: deque[CallRecord] = deque()
         self._in_flight: list[CallRecord] = []
         self._spool_full = False
+        self._spool_broken = False
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -160,7 +164,11 @@ class TelemetryWriter:
             self.stats.dropped += len(leftover)
             return
         rows = self._redacted([to_row(r, *self.cost(r)) for r in leftover])
-        dropped = self.spool.append(rows)
+        try:
+            dropped = self.spool.append(rows)
+        except OSError as exc:
+            self._spool_failed(exc)
+            dropped = len(rows)
         self.stats.dropped += dropped
         log.warning(
             "telemetry at shutdown: %d rows kept in %s for the next start, %d dropped (spool full)",
@@ -171,13 +179,13 @@ class TelemetryWriter:
 
     async def _run(self) -> None:
         if self.spool is not None:
-            adopted = await asyncio.to_thread(self.spool.adopt)
+            adopted = await self._spool_io(self.spool.adopt)
             if self.spool.rows:
                 log.warning(
                     "telemetry: %d rows in %s (%d from earlier processes) are written first",
                     self.spool.rows,
                     self.spool.path,
-                    adopted,
+                    adopted or 0,
                 )
         while not (self._closing and not self._queue and not self.spooled):
             if self.spooled:
@@ -240,12 +248,13 @@ class TelemetryWriter:
             rows = await self._rows(batch)
             self._in_flight = []
             await self._to_spool(rows)
-        rows, offset = await asyncio.to_thread(self.spool.head, self.batch_size)
-        if not rows:  # nothing past the offset (the file was emptied by hand)
-            await asyncio.to_thread(self.spool.clear)
+        head = await self._spool_io(self.spool.head, self.batch_size)
+        if head is not None and not head[0]:  # nothing past the offset (emptied by hand)
+            await self._spool_io(self.spool.clear)
             return
-        if await self._stored(rows):
-            await asyncio.to_thread(self.spool.advance, offset, len(rows))
+        if head is not None and await self._stored(head[0]):
+            rows, offset = head
+            await self._spool_io(self.spool.advance, offset, len(rows))
             self.stats.written += len(rows)
             if not self.spool.rows:
                 self._spool_full = False
@@ -256,9 +265,27 @@ class TelemetryWriter:
                 await self._ready.wait()
         self._ready.clear()
 
+    async def _spool_io(self, operation: Callable[..., T], *args: Any) -> T | None:
+        """Run a spool operation in a worker thread; ``None`` when the file system refused it."""
+        try:
+            return await asyncio.to_thread(operation, *args)
+        except OSError as exc:
+            self._spool_failed(exc)
+            return None
+
+    def _spool_failed(self, exc: OSError) -> None:
+        if not self._spool_broken:
+            assert self.spool is not None
+            log.warning("telemetry spool %s cannot be used: %r", self.spool.path, exc)
+            self._spool_broken = True
+
     async def _to_spool(self, rows: list[Row]) -> None:
         assert self.spool is not None
-        dropped = await asyncio.to_thread(self.spool.append, rows)
+        dropped = await self._spool_io(self.spool.append, rows)
+        if dropped is None:
+            dropped = len(rows)
+        else:
+            self._spool_broken = False
         if dropped:
             self.stats.dropped += dropped
             if not self._spool_full:
