@@ -29,7 +29,7 @@ class FakeStore:
     async def open(self) -> None:
         self.opened += 1
 
-    async def write_batch(self, rows: Sequence[Row]) -> None:
+    async def write_batch(self, rows: Sequence[Row], batch: str | None = None) -> None:
         if self.hang:
             await asyncio.sleep(3600)
         if self.fail:

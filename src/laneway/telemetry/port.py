@@ -62,8 +62,12 @@ class TelemetryStore(Protocol):
         """Connect, then create or migrate the schema (``TelemetryError`` on a foreign one)."""
         ...
 
-    async def write_batch(self, rows: Sequence[Row]) -> None:
-        """Insert ``rows`` in one transaction."""
+    async def write_batch(self, rows: Sequence[Row], batch: str | None = None) -> None:
+        """Insert ``rows`` in one transaction.
+
+        A ``batch`` name is recorded in that transaction; a batch of a name
+        already recorded is not written again (a retry after a lost answer).
+        """
         ...
 
     async def query_spend(self, since: float, by: str) -> list[SpendRow]:

@@ -8,17 +8,21 @@ once do not race to add the same column.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 import asyncpg
 
 from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryError
 from laneway.telemetry.schema import (
+    BATCH_KEEP,
+    BATCH_TABLE,
     COLUMN_NAMES,
     SCHEMA_VERSION,
     TABLE,
     VERSION_TABLE,
     add_column,
+    batch_table_sql,
     call_sample,
     calls_select,
     check_version,
@@ -57,9 +61,15 @@ class PostgresTelemetryStore:
             raise
         self._pool = pool
 
-    async def write_batch(self, rows: Sequence[Row]) -> None:
-        """Insert ``rows`` with one ``COPY``."""
-        async with self._ready.acquire() as conn:
+    async def write_batch(self, rows: Sequence[Row], batch: str | None = None) -> None:
+        """Insert ``rows`` with one ``COPY``, unless ``batch`` was written already."""
+        async with self._ready.acquire() as conn, conn.transaction():
+            if batch is not None:
+                claim = (
+                    f"INSERT INTO {self._table(BATCH_TABLE)} VALUES ($1, $2) ON CONFLICT DO NOTHING"
+                )
+                if await conn.execute(claim, batch, time.time()) == "INSERT 0 0":
+                    return
             await conn.copy_records_to_table(
                 TABLE, records=rows, columns=COLUMN_NAMES, schema_name=self.schema
             )
@@ -112,5 +122,8 @@ class PostgresTelemetryStore:
         else:
             await conn.execute(create_table(table, "postgres"))
         await conn.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_time ON {table} (time)")
+        batches = self._table(BATCH_TABLE)
+        await conn.execute(batch_table_sql(batches))
+        await conn.execute(f"DELETE FROM {batches} WHERE at < $1", time.time() - BATCH_KEEP)
         await conn.execute(f"DELETE FROM {versions}")
         await conn.execute(f"INSERT INTO {versions} VALUES ($1)", SCHEMA_VERSION)

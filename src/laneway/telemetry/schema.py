@@ -20,6 +20,16 @@ from laneway.telemetry.port import CallSample, TelemetryError
 SCHEMA_VERSION = 1
 TABLE = "calls"
 VERSION_TABLE = "schema_version"
+BATCH_TABLE = "written_batches"
+"""Names of the batches written (with the rows, in one transaction), so a write retried after
+its answer was lost is not applied twice; names older than ``BATCH_KEEP`` seconds are pruned."""
+BATCH_KEEP = 7 * 86400.0
+
+
+def batch_table_sql(table: str) -> str:
+    """``CREATE TABLE`` of the written batches' names (the same in SQLite and PostgreSQL)."""
+    return f"CREATE TABLE IF NOT EXISTS {table} (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)"
+
 
 SPEND_COLUMNS: dict[str, str] = {
     "lane": "lane",

@@ -1,11 +1,15 @@
 """``Spool``: telemetry rows the database could not take yet, kept in order in a local file.
 
-While the database is unreachable the writer appends rows here (one JSON
-array a line) and, once it answers again, writes them back from the head,
-oldest first, before anything newer. The file is bounded by ``max_bytes``:
-rows that would pass it are dropped, the only way a row is ever lost. The
-offset of the rows already written is kept in a sidecar file, so a gateway
-that stops mid-replay resumes where it was instead of writing rows twice.
+While the database is unreachable the writer appends batches of rows here
+(one line a batch: its name and its rows, as JSON) and, once it answers
+again, writes them back from the head, oldest first, before anything newer.
+A batch keeps its name through every retry, and the store records the names
+it has written in the same transaction as the rows, so a write whose answer
+was lost (the database committed, the connection broke) is not applied twice.
+The file is bounded by ``max_bytes``: rows that would pass it are dropped,
+the only way a row is ever lost. The offset of the batches already written
+is kept in a sidecar file, so a gateway that stops mid-replay resumes where
+it was.
 
 Each process spools to a file of its own, named by its process id, beside
 the config (``laneway-telemetry.<pid>.spool``); at start a writer adopts the
@@ -23,6 +27,9 @@ from pathlib import Path
 import orjson
 
 from laneway.telemetry.port import Row
+
+Batch = tuple[str, Sequence[Row]]
+"""A batch's name and its rows."""
 
 PREFIX = "laneway-telemetry."
 SUFFIX = ".spool"
@@ -60,44 +67,41 @@ class Spool:
             with orphan.open("rb") as file:
                 file.seek(offset)
                 data = file.read()
-            lines = data.count(b"\n")
-            if lines and self._fits(len(data)):
-                self._write(data, lines)
-                adopted += lines
+            rows = _count_rows(data)
+            if rows and self._fits(len(data)):
+                self._write(data, rows)
+                adopted += rows
             orphan.unlink()
             with contextlib.suppress(FileNotFoundError):
                 orphan.with_name(orphan.name + ".offset").unlink()
         return adopted
 
-    def append(self, rows: Sequence[Row]) -> int:
-        """Add ``rows`` at the tail; return how many did not fit (dropped)."""
+    def append(self, batches: Sequence[Batch]) -> int:
+        """Add named batches at the tail; return how many rows did not fit (dropped)."""
         data = bytearray()
-        kept = 0
-        for row in rows:
-            line = orjson.dumps(list(row)) + b"\n"
-            if not self._fits(len(data) + len(line)):
-                break
+        kept = dropped = 0
+        for name, rows in batches:
+            line = orjson.dumps([name, [list(row) for row in rows]]) + b"\n"
+            if dropped or not self._fits(len(data) + len(line)):
+                dropped += len(rows)
+                continue
             data += line
-            kept += 1
+            kept += len(rows)
         if kept:
             self._write(bytes(data), kept)
-        return len(rows) - kept
+        return dropped
 
-    def head(self, count: int) -> tuple[list[Row], int]:
-        """Up to ``count`` rows from the head, and the offset just past them.
-
-        None when the file is gone (removed by hand).
-        """
-        rows: list[Row] = []
+    def head(self) -> tuple[Batch | None, int]:
+        """The batch at the head (``None`` when there is none) and the offset past it."""
         if not self.path.exists():
-            return rows, 0
+            return None, 0
         with self.path.open("rb") as file:
             file.seek(self._offset)
-            for line in file:
-                rows.append(tuple(orjson.loads(line)))
-                if len(rows) == count:
-                    break
-            return rows, file.tell()
+            line = file.readline()
+            if not line:
+                return None, self._offset
+            name, rows = orjson.loads(line)
+            return (name, [tuple(row) for row in rows]), file.tell()
 
     def advance(self, offset: int, count: int) -> None:
         """Mark the rows up to ``offset`` written; an emptied spool is removed."""
@@ -133,7 +137,12 @@ class Spool:
             return 0
         with self.path.open("rb") as file:
             file.seek(offset)
-            return file.read().count(b"\n")
+            return _count_rows(file.read())
+
+
+def _count_rows(data: bytes) -> int:
+    """Rows in the batch lines of ``data``."""
+    return sum(len(orjson.loads(line)[1]) for line in data.splitlines() if line)
 
 
 def _read_offset(path: Path) -> int:

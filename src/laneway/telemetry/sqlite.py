@@ -14,6 +14,7 @@ off (or on PostgreSQL) does not load SQLite at all (~1 MiB resident).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,11 +22,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from laneway.telemetry.port import CallSample, Row, SpendRow
 from laneway.telemetry.schema import (
+    BATCH_KEEP,
+    BATCH_TABLE,
     COLUMN_NAMES,
     SCHEMA_VERSION,
     TABLE,
     VERSION_TABLE,
     add_column,
+    batch_table_sql,
     call_sample,
     calls_select,
     check_version,
@@ -63,9 +67,9 @@ class SqliteTelemetryStore:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="laneway-sqlite")
         self._conn = await self._run(self._connect)
 
-    async def write_batch(self, rows: Sequence[Row]) -> None:
-        """Insert ``rows`` in one transaction."""
-        await self._run(lambda: self._write(rows))
+    async def write_batch(self, rows: Sequence[Row], batch: str | None = None) -> None:
+        """Insert ``rows`` in one transaction, unless ``batch`` was written already."""
+        await self._run(lambda: self._write(rows, batch))
 
     async def query_spend(self, since: float, by: str) -> list[SpendRow]:
         """Spend since ``since``, grouped by ``by``."""
@@ -115,11 +119,13 @@ class SqliteTelemetryStore:
             raise
         return conn
 
-    def _write(self, rows: Sequence[Row]) -> None:
+    def _write(self, rows: Sequence[Row], batch: str | None) -> None:
         conn = self._db
         conn.execute("BEGIN")
         try:
-            conn.executemany(INSERT, rows)
+            claim = f"INSERT OR IGNORE INTO {BATCH_TABLE} VALUES (?, ?)"
+            if batch is None or conn.execute(claim, (batch, time.time())).rowcount:
+                conn.executemany(INSERT, rows)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -139,6 +145,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         else:
             conn.execute(create_table(TABLE, "sqlite"))
         conn.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_time ON {TABLE} (time)")
+        conn.execute(batch_table_sql(BATCH_TABLE))
+        conn.execute(f"DELETE FROM {BATCH_TABLE} WHERE at < ?", (time.time() - BATCH_KEEP,))
         conn.execute(f"DELETE FROM {VERSION_TABLE}")
         conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (SCHEMA_VERSION,))
     except BaseException:

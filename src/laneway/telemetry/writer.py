@@ -27,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -36,7 +37,7 @@ from laneway.core.records import CallRecord
 from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import Row, TelemetryStore
 from laneway.telemetry.rows import to_row
-from laneway.telemetry.spool import Spool
+from laneway.telemetry.spool import Batch, Spool
 
 log = logging.getLogger("laneway.telemetry")
 
@@ -89,6 +90,7 @@ class TelemetryWriter:
         self.queue_size = queue_size
         self._queue: deque[CallRecord] = deque()
         self._in_flight: list[CallRecord] = []
+        self._in_flight_name = ""
         self._spool_full = False
         self._spool_broken = False
         self._ready = asyncio.Event()
@@ -156,23 +158,25 @@ class TelemetryWriter:
 
     def _keep_leftovers(self) -> None:
         """Spool (or count as dropped) the records the shutdown bound left unwritten."""
-        leftover = [*self._in_flight, *self._queue]
+        batches = [(self._in_flight_name, self._in_flight)] if self._in_flight else []
+        batches += self._named(list(self._queue))
         self._in_flight, self._queue = [], deque()
-        if not leftover:
+        count = sum(len(records) for _, records in batches)
+        if not count:
             return
         if self.spool is None:
-            self.stats.dropped += len(leftover)
+            self.stats.dropped += count
             return
-        rows = self._redacted([to_row(r, *self.cost(r)) for r in leftover])
+        named = [(name, self._built(records)) for name, records in batches]
         try:
-            dropped = self.spool.append(rows)
+            dropped = self.spool.append(named)
         except OSError as exc:
             self._spool_failed(exc)
-            dropped = len(rows)
+            dropped = count
         self.stats.dropped += dropped
         log.warning(
             "telemetry at shutdown: %d rows kept in %s for the next start, %d dropped (spool full)",
-            len(rows) - dropped,
+            count - dropped,
             self.spool.path,
             dropped,
         )
@@ -219,6 +223,15 @@ class TelemetryWriter:
             rows.extend(to_row(r, *self.cost(r)) for r in batch[start : start + ROWS_PER_STEP])
         return self._redacted(rows)
 
+    def _built(self, records: list[CallRecord]) -> list[Row]:
+        """The rows of ``records`` at once (at shutdown, when the loop has nothing else to do)."""
+        return self._redacted([to_row(r, *self.cost(r)) for r in records])
+
+    def _named(self, records: list[CallRecord]) -> list[tuple[str, list[CallRecord]]]:
+        """``records`` cut into batches of ``batch_size``, each with a fresh name."""
+        size = self.batch_size
+        return [(uuid.uuid4().hex, records[i : i + size]) for i in range(0, len(records), size)]
+
     def _redacted(self, rows: list[Row]) -> list[Row]:
         if not self.redactor.active:
             return rows
@@ -226,34 +239,32 @@ class TelemetryWriter:
         return [tuple(text(v) if isinstance(v, str) else v for v in row) for row in rows]
 
     async def _write(self, batch: list[CallRecord]) -> None:
-        """Write a batch from the queue; a refused one goes to the spool (or is lost)."""
-        self._in_flight = batch
+        """Write a batch from the queue; a refused one goes to the spool under its name."""
+        name = uuid.uuid4().hex
+        self._in_flight, self._in_flight_name = batch, name
         rows = await self._rows(batch)
-        if await self._stored(rows):
-            self._in_flight = []
-            self.stats.written += len(rows)
-            return
+        stored = await self._stored(rows, name)
         self._in_flight = []
-        if self.spool is None:
+        if stored:
+            self.stats.written += len(rows)
+        elif self.spool is None:
             self.stats.failed += len(rows)
         else:
-            await self._to_spool(rows)
+            await self._to_spool([(name, rows)])
 
     async def _replay(self) -> None:
         """Queue to spool (order), then one batch from the spool's head, or a pause."""
         assert self.spool is not None
         if self._queue:
-            batch = self._take(len(self._queue))
-            self._in_flight = batch
-            rows = await self._rows(batch)
-            self._in_flight = []
-            await self._to_spool(rows)
-        head = await self._spool_io(self.spool.head, self.batch_size)
-        if head is not None and not head[0]:  # nothing past the offset (emptied by hand)
+            batches = self._named(self._take(len(self._queue)))
+            await self._to_spool([(name, await self._rows(records)) for name, records in batches])
+        head = await self._spool_io(self.spool.head)
+        batch, offset = head if head is not None else (None, 0)
+        if head is not None and batch is None:  # nothing past the offset (emptied by hand)
             await self._spool_io(self.spool.clear)
             return
-        if head is not None and await self._stored(head[0]):
-            rows, offset = head
+        if batch is not None and await self._stored(batch[1], batch[0]):
+            rows = batch[1]
             await self._spool_io(self.spool.advance, offset, len(rows))
             self.stats.written += len(rows)
             if not self.spool.rows:
@@ -279,11 +290,11 @@ class TelemetryWriter:
             log.warning("telemetry spool %s cannot be used: %r", self.spool.path, exc)
             self._spool_broken = True
 
-    async def _to_spool(self, rows: list[Row]) -> None:
+    async def _to_spool(self, batches: list[Batch]) -> None:
         assert self.spool is not None
-        dropped = await self._spool_io(self.spool.append, rows)
+        dropped = await self._spool_io(self.spool.append, batches)
         if dropped is None:
-            dropped = len(rows)
+            dropped = sum(len(rows) for _, rows in batches)
         else:
             self._spool_broken = False
         if dropped:
@@ -297,14 +308,14 @@ class TelemetryWriter:
                 )
                 self._spool_full = True
 
-    async def _stored(self, rows: list[Row]) -> bool:
-        """Write ``rows`` in one batch within ``write_timeout``; ``False`` when that failed."""
+    async def _stored(self, rows: Sequence[Row], name: str) -> bool:
+        """Write batch ``name`` within ``write_timeout``; ``False`` when that failed."""
         try:
             async with asyncio.timeout(self.write_timeout):
                 if not self._opened:
                     await self.store.open()
                     self._opened = True
-                await self.store.write_batch(rows)
+                await self.store.write_batch(rows, name)
         except Exception as exc:
             self._failed(len(rows), exc)
             return False
