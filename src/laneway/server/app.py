@@ -179,6 +179,7 @@ class Gateway:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
         rid, usable = request_id(headers)
+        rid = self.redactor.text(rid)  # echoed, stored and sent upstream: never a secret
         tagged = tagging_send(send, rid)
         exchange = Exchange(receive, tagged, headers, scope.get(DEPARTURE), rid, scope["path"])
         started = self.engine.recorder.start()
