@@ -73,17 +73,21 @@ async def test_checks_request_bound_is_the_hit_count_of_a_failing_upstream(sim, 
         assert counts == [walk.count(n) for n in lane.source_names()]
 
 
-def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) -> None:
+def checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], lane: str, spare: str) -> str:
+    """``check``'s output for lane ``x``, sources ``a`` and ``b`` (``spare``: b's extra fields)."""
     path = tmp_path / "laneway.yaml"
     path.write_text(
-        "lanes:\n  x:\n    retries: 3\n    max_pushbacks: 1\n"
-        "    retry_on: {503: 2, timeout: 1}\n"
-        "    sources:\n"
+        f"lanes:\n  x:\n{lane}    sources:\n"
         "      - {name: a, base_url: 'http://127.0.0.1:1/v1', model: m}\n"
-        "      - {name: b, base_url: 'http://127.0.0.1:1/v1', model: m, priority: 1}\n"
+        f"      - {{name: b, base_url: 'http://127.0.0.1:1/v1', model: m, {spare}}}\n"
     )
     assert main(["check", str(path)]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) -> None:
+    lane = "    retries: 3\n    max_pushbacks: 1\n    retry_on: {503: 2, timeout: 1}\n"
+    out = checked(tmp_path, capsys, lane, "priority: 1")
     assert "503 x2, timeout x1" in out
     assert "requests x: at most 5 = 1 attempt + 3 retries + 1 pushback" in out
     assert "walk x: on an error status: a, a, b" in out
@@ -97,13 +101,6 @@ def test_check_prints_the_bound_the_walk_and_per_class_counts(tmp_path, capsys) 
 def test_a_stream_continuation_counts_the_lanes_whole_policy_again(
     tmp_path, capsys, mode: str, prefill: str, bound: int
 ) -> None:
-    path = tmp_path / "laneway.yaml"
-    path.write_text(
-        f"lanes:\n  x:\n    retries: 2\n    retry_on: [503]\n    continue_on_cut: {mode}\n"
-        "    sources:\n"
-        "      - {name: a, base_url: 'http://127.0.0.1:1/v1', model: m}\n"
-        f"      - {{name: b, base_url: 'http://127.0.0.1:1/v1', model: m, "
-        f"accepts_prefill: {prefill}}}\n"
-    )
-    assert main(["check", str(path)]) == 0
-    assert f"requests x: at most {bound} = " in capsys.readouterr().out
+    lane = f"    retries: 2\n    retry_on: [503]\n    continue_on_cut: {mode}\n"
+    out = checked(tmp_path, capsys, lane, f"accepts_prefill: {prefill}")
+    assert f"requests x: at most {bound} = " in out

@@ -20,6 +20,7 @@ import pytest
 from laneway import Laneway
 from laneway.config.models import LanewayConfig
 from laneway.errors import ContextLengthExceeded, UpstreamTimeout
+from laneway.sim import RunningSim
 from tests.engine.spy import sim_hits
 from tests.helpers import sim_url, unique_spec
 
@@ -52,35 +53,39 @@ async def timed_chat(lw: Laneway) -> tuple[Any, float]:
     return response, time.monotonic() - started
 
 
-async def test_one_429_with_retry_after_waits_and_retries_the_primary(sim) -> None:
-    primary = unique_spec("fail_first=1,status=429,retry_after=0.5")
-    fallback = unique_spec("ok")
+async def against_sim(sim: RunningSim, primary_fault: str) -> tuple[Any, float, tuple[int, int]]:
+    """One call with the primary behaving as ``primary_fault`` and a healthy fallback.
+
+    Returns the answer, the time to it, and the requests each source received.
+    """
+    primary, fallback = unique_spec(primary_fault), unique_spec("ok")
     response, elapsed = await timed_chat(lane(sim_url(sim, primary), sim_url(sim, fallback)))
+    return response, elapsed, (await sim_hits(sim, primary), await sim_hits(sim, fallback))
+
+
+async def test_one_429_with_retry_after_waits_and_retries_the_primary(sim) -> None:
+    response, elapsed, hits = await against_sim(sim, "fail_first=1,status=429,retry_after=0.5")
     assert response.source == "primary"
     assert [a.outcome for a in response.attempts] == ["429", "ok"]
     assert 0.5 <= response.attempts[0].waited < 0.5 + SLACK
     assert 0.5 <= elapsed < 0.5 + 2 * SLACK
-    assert (await sim_hits(sim, primary), await sim_hits(sim, fallback)) == (2, 0)
+    assert hits == (2, 0)
 
 
 @pytest.mark.parametrize("header", ["retry_after=0.2", "no_retry_after"])
 async def test_429_every_time_ends_on_the_fallback_after_two_tries(sim, header) -> None:
-    primary = unique_spec(f"status=429,{header}")
-    fallback = unique_spec("ok")
-    response, _ = await timed_chat(lane(sim_url(sim, primary), sim_url(sim, fallback)))
+    response, _, hits = await against_sim(sim, f"status=429,{header}")
     assert response.source == "fallback"
     assert [a.source for a in response.attempts] == ["primary", "primary", "fallback"]
-    assert (await sim_hits(sim, primary), await sim_hits(sim, fallback)) == (2, 1)
+    assert hits == (2, 1)
 
 
 async def test_one_500_then_healthy_is_answered_by_the_primary(sim) -> None:
-    primary = unique_spec("fail_first=1,status=500")
-    fallback = unique_spec("ok")
-    response, elapsed = await timed_chat(lane(sim_url(sim, primary), sim_url(sim, fallback)))
+    response, elapsed, hits = await against_sim(sim, "fail_first=1,status=500")
     assert response.source == "primary"
     assert [a.outcome for a in response.attempts] == ["500", "ok"]
     assert elapsed >= BACKOFF_BASE
-    assert (await sim_hits(sim, primary), await sim_hits(sim, fallback)) == (2, 0)
+    assert hits == (2, 0)
 
 
 def closed_port() -> int:
