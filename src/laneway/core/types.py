@@ -65,8 +65,9 @@ class Attempt:
     ``outcome`` is ``ok`` or a ``retry_on`` label (``503``, ``timeout``,
     ``connect``, ``empty``, ``cut``...). ``waited`` is the time from its end
     to the next attempt's start: the backoff or Retry-After before going back
-    to the same source, or admission's wait (0 when no attempt followed). ``continuation`` marks an attempt
-    that continued a stream cut on an earlier one. ``usage`` is the attempt's
+    to the same source, or admission's wait (0 when no attempt followed).
+    ``continuation`` marks an attempt that continued a stream cut on an
+    earlier one. ``usage`` is the attempt's
     own usage, kept only where a call's usage spans several upstream answers
     (a continued stream), so each part can be priced at its source's rate.
     """
