@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
@@ -40,7 +41,7 @@ from laneway.core.units import format_duration
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import build_lane
 from laneway.http.aiohttp import AiohttpTransport
-from laneway.metrics import Metrics
+from laneway.metrics import SHARE_DIR_ENV, Metrics, SharedFolder
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
@@ -150,9 +151,12 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         return 2
     app: Gateway | str = WORKER_FACTORY
     access: LogFormat | None = args.log_format if args.log_level in ("debug", "info") else None
+    share: Path | None = None
     if args.workers > 1:
         os.environ[CONFIG_ENV] = str(path.absolute())  # workers inherit the environment
         os.environ[ACCESS_LOG_ENV] = access or ""
+        share = Path(tempfile.mkdtemp(prefix="laneway-metrics-"))  # private: mode 0700
+        os.environ[SHARE_DIR_ENV] = str(share)
     else:
         try:
             app = build_gateway(config, environ, config_dir(path), access_log=access)
@@ -174,7 +178,11 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     where = config_dir(path)
     text = banner(config, environ, url, args.workers, where, demo=path if demo else None)
     print(text, flush=True)
-    _run(settings, sock)
+    try:
+        _run(settings, sock)
+    finally:
+        if share is not None:
+            shutil.rmtree(share, ignore_errors=True)
     return 0
 
 
@@ -244,7 +252,11 @@ def worker_app() -> Gateway:
     config, environ = load_config(path)
     access = os.environ.get(ACCESS_LOG_ENV) or None
     log_format: LogFormat | None = "text" if access == "text" else "json" if access else None
-    return build_gateway(config, environ, config_dir(path), access_log=log_format)
+    share = os.environ.get(SHARE_DIR_ENV)
+    base_dir = config_dir(path)
+    return build_gateway(
+        config, environ, base_dir, access_log=log_format, share=Path(share) if share else None
+    )
 
 
 def build_gateway(
@@ -253,6 +265,7 @@ def build_gateway(
     base_dir: Path,
     *,
     access_log: LogFormat | None = None,
+    share: Path | None = None,
 ) -> Gateway:
     """The gateway over an engine with pricing, telemetry, metrics and the cache wired in.
 
@@ -263,12 +276,13 @@ def build_gateway(
     Every log record and telemetry row of the process is redacted of the
     configuration's secrets from here on (access-log fields are redacted as
     they enter: request ids at the edge, upstream text at the transport).
+    ``share`` is the folder where workers pool their metrics (``None``: one process).
     """
     redactor = redactor_for(config, environ)
     redact_logs(redactor)
     pricer = Pricer.for_lanes(config.lanes)
     writer = writer_for(config.telemetry, base_dir, pricer.cost, redactor)
-    metrics = Metrics(pricer.cost)
+    metrics = Metrics(pricer.cost, None if share is None else SharedFolder(share))
     metrics.watch_connections(CONNECTIONS)
     observers: list[CallObserver] = [metrics]
     if access_log is not None:

@@ -9,10 +9,16 @@ runs on the event loop only; scrapes read a snapshot of the dicts.
 
 Only known token figures are counted; calls with unknown usage, or with usage
 but no price, are counted apart, never as 0.
+
+Given a ``SharedFolder`` (``laneway serve --workers N``), ``share_snapshots``
+writes this worker's figures there every second and ``render`` adds the other
+workers' snapshots, so a scrape reports the whole server (see ``share``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +35,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from laneway.core.records import CallRecord
+from laneway.metrics.share import SNAPSHOT_INTERVAL, SharedFolder, registry_of
+
+log = logging.getLogger("laneway.metrics")
 
 CostFn = Callable[[CallRecord], tuple[float | None, str]]
 WHERE = ("lane", "source")
@@ -115,8 +124,9 @@ class _Histogram:
 class Metrics:
     """A ``CallObserver`` keeping Prometheus figures of every finished call."""
 
-    def __init__(self, cost: CostFn | None = None) -> None:
+    def __init__(self, cost: CostFn | None = None, share: SharedFolder | None = None) -> None:
         self.cost = cost
+        self.share = share
         self.counts: dict[tuple[str, tuple[str, ...]], float] = {}
         self.histograms: dict[tuple[str, str], _Histogram] = {}
         self._statuses: dict[int, tuple[str, tuple[str, ...]]] = {}
@@ -158,8 +168,30 @@ class Metrics:
         self.registry.register(_StateCollector(state))
 
     def render(self) -> tuple[bytes, str]:
-        """The exposition text and its content type."""
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        """The exposition text and its content type (every worker's, when shared)."""
+        if self.share is None:
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        merged = self.share.merged(self.registry.collect())
+        return generate_latest(registry_of(merged)), CONTENT_TYPE_LATEST
+
+    def write_snapshot(self) -> None:
+        """Write this worker's figures to the shared folder (nothing when not shared)."""
+        if self.share is not None:
+            self.share.write(self.registry.collect())
+
+    async def share_snapshots(self) -> None:
+        """Write a snapshot every ``SNAPSHOT_INTERVAL`` until cancelled.
+
+        Stops with a warning if the folder cannot be written (the supervisor
+        removed it, the disk is full): the scrapes of this worker still work.
+        """
+        while True:
+            await asyncio.sleep(SNAPSHOT_INTERVAL)
+            try:
+                self.write_snapshot()
+            except OSError as exc:
+                log.warning("metrics snapshots stopped, other workers' scrapes miss ours: %s", exc)
+                return
 
     def _usage(self, record: CallRecord, lane: str, source: str) -> None:
         usage = record.usage

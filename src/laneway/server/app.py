@@ -22,17 +22,20 @@ otherwise it takes a bearer key. The figures cover every lane, so a key
 limited to some lanes is refused (403); a key for all lanes may scrape, and
 so may a key with ``lanes: []``, which can call nothing: that is the
 scrape-only credential to give Prometheus. Health and readiness stay open.
-Each process counts its own calls: under ``laneway serve --workers N`` a
-scrape reaches one worker and reports that worker's figures only.
+Each process counts its own calls; under ``laneway serve --workers N`` the
+workers share snapshots (``metrics.share``), so a scrape reaching any one
+worker reports the whole server.
 
-The lifespan starts the telemetry writer inside the server's loop and
-freezes the heap startup built (``_freeze_startup_heap``). At shutdown
-(after uvicorn drained the calls in flight) it flushes the writer for at
-most ``TELEMETRY_FLUSH_TIMEOUT`` seconds before the engine closes.
+The lifespan starts the telemetry writer and the metrics snapshots (workers
+only) inside the server's loop and freezes the heap startup built
+(``_freeze_startup_heap``). At shutdown (after uvicorn drained the calls in
+flight) it flushes the writer for at most ``TELEMETRY_FLUSH_TIMEOUT``
+seconds and writes a last snapshot before the engine closes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
@@ -142,6 +145,7 @@ class Gateway:
         self.metrics = metrics
         self.telemetry = telemetry
         self.in_flight = 0
+        self._sharing: asyncio.Task[None] | None = None
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ)
@@ -257,21 +261,38 @@ class Gateway:
         await send_reply(ex.send, reply)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """Start the telemetry writer; at shutdown flush it (bounded), then close the engine."""
+        """Start the telemetry writer and metrics snapshots; at shutdown flush them
+        (telemetry bounded, then a last snapshot), then close the engine."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 if self.telemetry is not None:
                     self.telemetry.start()
+                if self.metrics is not None and self.metrics.share is not None:
+                    self._sharing = asyncio.create_task(self.metrics.share_snapshots())
                 _freeze_startup_heap()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 try:
                     await self._flush_telemetry()
+                    await self._last_snapshot()
                 finally:
                     await self.engine.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _last_snapshot(self) -> None:
+        """Stop the snapshots and write the final figures, so the other workers count them."""
+        if self._sharing is None:
+            return
+        self._sharing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._sharing
+        assert self.metrics is not None
+        try:
+            self.metrics.write_snapshot()
+        except OSError as exc:
+            log.warning("last metrics snapshot not written: %s", exc)
 
     async def _flush_telemetry(self) -> None:
         if self.telemetry is None:
