@@ -6,8 +6,9 @@ transport, pricing, telemetry, metrics, the cache, the ``Engine`` and the
 telemetry SQLite file, the cache) are relative to the config file's folder.
 With ``--workers N`` each uvicorn worker builds its own from the config file
 the environment names (``worker_app``), since engines, connection pools and
-telemetry writers cannot cross processes. The simulator is imported for
-``--demo`` only.
+telemetry writers cannot cross processes; their metrics meet in a private
+folder the supervisor makes (``SHARE_DIR_ENV``), so any worker's ``/metrics``
+reports them all. The simulator is imported for ``--demo`` only.
 """
 
 from __future__ import annotations
