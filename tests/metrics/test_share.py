@@ -7,11 +7,7 @@ import time
 from pathlib import Path
 
 from laneway.metrics import Metrics, SharedFolder, render_metrics
-from tests.metrics.test_metrics import KNOWN, price, record, samples, value
-
-
-class Queue:
-    depth, dropped, written, failed = 4, 2, 10, 3
+from tests.metrics.test_metrics import KNOWN, Queue, price, record, samples, value
 
 
 def worker(folder: Path, pid: int, calls: int) -> Metrics:
@@ -63,3 +59,19 @@ def test_one_process_renders_as_before_and_writes_nothing(tmp_path) -> None:
     body, _ = render_metrics(alone)
     assert b'laneway_requests_total{lane="l",outcome="ok",source="s"} 1.0' in body
     assert samples(alone).items() <= samples(shared).items()
+
+
+class State:
+    def __init__(self, degraded: bool) -> None:
+        self.degraded, self.outages, self.local_grants, self.replicas = degraded, 1, 0, 2
+
+
+def test_shared_state_is_up_only_if_every_worker_reaches_it(tmp_path) -> None:
+    up, down = worker(tmp_path, 1, calls=0), worker(tmp_path, 2, calls=0)
+    up.watch_state(State(degraded=False))
+    down.watch_state(State(degraded=True))
+    down.write_snapshot()
+    found = samples(up)
+    assert value(found, "laneway_state_backend_up") == 0
+    assert value(found, "laneway_state_replicas") == 2
+    assert value(found, "laneway_state_outages_total") == 2

@@ -8,14 +8,15 @@ sees half of one), and the scraped worker adds every other worker's snapshot
 to its own live figures. Counters and histogram buckets are totals and are
 summed whatever their age: a dead worker's calls still happened. Gauges
 (connections open, telemetry queue depth) describe the present, so a
-snapshot older than ``GAUGE_MAX_AGE`` contributes none.
+snapshot older than ``GAUGE_MAX_AGE`` contributes none. Gauges that state
+one shared fact rather than a share of the load are not summed (``COMBINE``).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,13 @@ SNAPSHOT_INTERVAL = 1.0
 """Seconds between a worker's snapshots."""
 GAUGE_MAX_AGE = 5.0
 """Seconds after which a snapshot's gauges no longer count (its worker is gone or stuck)."""
+
+COMBINE: dict[str, Callable[[float, float], float]] = {
+    "laneway_state_backend_up": min,
+    "laneway_state_replicas": max,
+}
+"""Gauges merged otherwise than by sum: shared state is up only if every worker
+reaches it, and every worker sees the same replicas (the freshest count is the highest)."""
 
 _Key = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -96,9 +104,11 @@ class _Merger:
             self._heads[name] = (typ, doc)
             self._values[name] = {}
         values = self._values[name]
+        combine = COMBINE.get(name, float.__add__)
         for sample_name, labels, value in samples:
             key = (sample_name, tuple(labels.items()))
-            values[key] = values.get(key, 0.0) + float(value)
+            known = values.get(key)
+            values[key] = float(value) if known is None else combine(known, float(value))
 
     def families(self) -> list[Metric]:
         out = []
