@@ -230,6 +230,7 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines += [note for r in reports for note in r.notes]
+    lines += alias_lines(config)
     warnings = [w for r in reports for w in r.warnings]
     return "\n".join(line.rstrip() for line in lines), warnings + variable_warnings(config, environ)
 
@@ -249,6 +250,14 @@ def variable_warnings(config: LanewayConfig, environ: Mapping[str, str]) -> list
     keys = KeyRing(config.server.keys, list(config.lanes), environ)
     out.extend(f"server.keys: {problem}" for problem in keys.problems)
     return out
+
+
+def alias_lines(config: LanewayConfig) -> list[str]:
+    """One line per alias: the model name callers send and the lane it reaches."""
+    return [
+        f"alias {alias} -> {lane} ({config.lanes[lane].kind})"
+        for alias, lane in config.aliases.items()
+    ]
 
 
 def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str]]:

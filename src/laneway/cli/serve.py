@@ -341,7 +341,7 @@ def banner(
 
     ``demo`` is the path of the written demo config, when serving the demo.
     """
-    keys = KeyRing(config.server.keys, list(config.lanes), environ)
+    keys = KeyRing(config.server.keys, list(config.lanes), environ, config.aliases)
     states = lane_states({n: build_lane(n, lane, environ) for n, lane in config.lanes.items()})
     access = "open (no server.keys; loopback only)" if keys.open else "bearer keys"
     lines = [f"laneway serve: {url}/v1  ({workers} worker(s), {access})"]

@@ -454,6 +454,9 @@ class LanewayConfig(Strict):
     """The whole file."""
 
     lanes: dict[str, LaneConfig] = Field(min_length=1)
+    aliases: dict[str, str] = Field(default_factory=dict)
+    """Other model names that reach a lane (``gpt-4o: engram-summarize``): callers keep
+    the names they already send, without a copied lane."""
     server: ServerConfig = Field(default_factory=ServerConfig)
     state: StateConfig = Field(default_factory=StateConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
@@ -466,3 +469,16 @@ class LanewayConfig(Strict):
                 if lane != "*" and lane not in self.lanes:
                     raise ValueError(f"server.keys[{key.name}] names unknown lane {lane!r}")
         return self
+
+    @model_validator(mode="after")
+    def _aliases_name_lanes(self) -> LanewayConfig:
+        for alias, lane in self.aliases.items():
+            if alias in self.lanes:
+                raise ValueError(f"aliases.{alias}: a lane already has this name")
+            if lane not in self.lanes:
+                raise ValueError(f"aliases.{alias}: names unknown lane {lane!r}")
+        return self
+
+    def lane_of(self, model: str) -> str:
+        """The lane a caller's model name reaches: an alias's lane, else the name itself."""
+        return self.aliases.get(model, model)

@@ -29,6 +29,7 @@ before anything is sent, when a source's wire format cannot carry the request.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +59,15 @@ class RequestTooLarge(RequestInvalid):
 class UnknownLane(LanewayError):
     """The lane named by the caller does not exist (or the caller may not use it)."""
 
-    def __init__(self, lane: str, known: list[str]) -> None:
-        super().__init__(f"unknown lane {lane!r}; lanes: {', '.join(known) or '(none)'}")
+    def __init__(
+        self, lane: str, known: list[str], aliases: Mapping[str, str] | None = None
+    ) -> None:
+        aliased = ", ".join(f"{a} -> {t}" for a, t in (aliases or {}).items())
+        message = f"unknown lane {lane!r}; lanes: {', '.join(known) or '(none)'}"
+        super().__init__(message + (f"; aliases: {aliased}" if aliased else ""))
         self.lane = lane
         self.known = known
+        self.aliases = dict(aliases or {})
 
 
 class LaneNotReady(LanewayError):

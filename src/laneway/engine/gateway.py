@@ -85,10 +85,10 @@ class Engine:
         }
 
     def lane(self, name: str, kind: str | None = None) -> Lane:
-        """The lane called ``name``, ready to run (and of ``kind`` when given)."""
-        lane = self.lanes.get(name)
+        """The lane called ``name`` or aliased by it, ready to run (and of ``kind`` when given)."""
+        lane = self.lanes.get(self.config.lane_of(name))
         if lane is None:
-            raise UnknownLane(name, sorted(self.lanes))
+            raise UnknownLane(name, sorted(self.lanes), self.config.aliases)
         if kind is not None and lane.kind != kind:
             raise RequestInvalid("model", f"lane {name!r} is a {lane.kind} lane, not {kind}")
         if lane.problems:

@@ -148,7 +148,7 @@ class Gateway:
         self._sharing: asyncio.Task[None] | None = None
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
-        self.keys = KeyRing(server.keys, list(engine.lanes), environ)
+        self.keys = KeyRing(server.keys, list(engine.lanes), environ, engine.config.aliases)
         self.states = lane_states(engine.lanes)
         self.redactor = engine.redactor
         status, body = readiness_body(self.states, self.keys.problems, server.ready)
@@ -413,12 +413,14 @@ class Gateway:
         await self._send(ex, Reply(200, caller.models_body, _NO_CALL))
 
     async def _model(self, ex: Exchange) -> None:
-        """``GET /v1/models/{id}``: one lane the caller may use, else 404 as for an unknown lane."""
+        """``GET /v1/models/{id}``: a lane or alias the caller may use, else 404 as for an
+        unknown lane."""
         caller = self.keys.caller(ex.headers)
         name = ex.path.partition("/models/")[2]
-        if not caller.may_use(name):
-            raise UnknownLane(name, list(caller.lanes))
-        await self._send(ex, Reply(200, model_body(name), _NO_CALL))
+        alias_of = caller.aliases.get(name)
+        if alias_of is None and not caller.may_use(name):
+            raise UnknownLane(name, list(caller.lanes), caller.aliases)
+        await self._send(ex, Reply(200, model_body(name, alias_of), _NO_CALL))
 
     async def _metrics(self, ex: Exchange) -> None:
         """Prometheus exposition of every lane (who may scrape: see the module doc)."""
@@ -467,12 +469,13 @@ class Gateway:
         return json_object(body)
 
     def _lane(self, caller: Caller, data: dict[str, Any], ex: Exchange) -> str:
-        """The lane the body's ``model`` names, if the caller may use it."""
-        name = lane_name(data)
+        """The lane the body's ``model`` names (itself or by an alias), if the caller may use it."""
+        model = lane_name(data)
+        name = self.engine.config.lane_of(model)
         if not caller.may_use(name):
             if name in self.engine.lanes:
                 raise Refused(403, "permission_denied", f"this key may not use lane {name!r}")
-            raise UnknownLane(name, list(caller.lanes))
+            raise UnknownLane(model, list(caller.lanes), caller.aliases)
         ex.lane = name
         return name
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
@@ -27,49 +27,64 @@ _BEARER = b"bearer"
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """An authenticated caller; ``lanes`` keeps the config's order for listings."""
+    """An authenticated caller; ``lanes`` keeps the config's order for listings.
+
+    ``aliases`` are the model names that reach a permitted lane under another name.
+    """
 
     name: str | None
     lanes: tuple[str, ...]
     allowed: frozenset[str]
     models_body: bytes
     meta: CallMeta
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def may_use(self, lane: str) -> bool:
         """True when this caller's key permits ``lane``."""
         return lane in self.allowed
 
 
-def make_caller(name: str | None, lanes: Sequence[str]) -> Caller:
-    """A caller permitted ``lanes``, with its ``GET /v1/models`` answer rendered once."""
-    body = orjson.dumps({"object": "list", "data": [_model(lane) for lane in lanes]})
-    return Caller(name, tuple(lanes), frozenset(lanes), body, CallMeta(caller=name))
+def make_caller(
+    name: str | None, lanes: Sequence[str], aliases: Mapping[str, str] | None = None
+) -> Caller:
+    """A caller permitted ``lanes`` (and the aliases of those), with its ``GET /v1/models``
+    answer rendered once: each alias is listed as such, with ``alias_of`` its lane."""
+    permitted = {a: lane for a, lane in (aliases or {}).items() if lane in lanes}
+    models: list[dict[str, object]] = [_model(n) for n in lanes]
+    models += [{**_model(a), "alias_of": lane} for a, lane in permitted.items()]
+    body = orjson.dumps({"object": "list", "data": models})
+    return Caller(name, tuple(lanes), frozenset(lanes), body, CallMeta(caller=name), permitted)
 
 
-def model_body(lane: str) -> bytes:
-    """The ``GET /v1/models/{id}`` answer for ``lane``."""
-    return orjson.dumps(_model(lane))
+def model_body(name: str, alias_of: str | None = None) -> bytes:
+    """The ``GET /v1/models/{id}`` answer for a lane, or an alias (``alias_of`` its lane)."""
+    model = _model(name)
+    return orjson.dumps(model if alias_of is None else {**model, "alias_of": alias_of})
 
 
-def _model(lane: str) -> dict[str, object]:
-    return {"id": lane, "object": "model", "created": 0, "owned_by": "laneway"}
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "laneway"}
 
 
 class KeyRing:
     """The configured keys as digests; ``problems`` names keys that cannot work."""
 
     def __init__(
-        self, keys: Sequence[KeyConfig], lanes: Sequence[str], environ: Mapping[str, str]
+        self,
+        keys: Sequence[KeyConfig],
+        lanes: Sequence[str],
+        environ: Mapping[str, str],
+        aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.open = not keys
         self.problems: list[str] = []
-        self._everyone = make_caller(None, lanes)
+        self._everyone = make_caller(None, lanes, aliases)
         self._entries: list[tuple[bytes, Caller]] = []
         for key in keys:
             digest = self._digest(key, environ)
             if digest is not None:
                 permitted = lanes if "*" in key.lanes else [n for n in lanes if n in key.lanes]
-                self._entries.append((digest, make_caller(key.name, permitted)))
+                self._entries.append((digest, make_caller(key.name, permitted, aliases)))
 
     def _digest(self, key: KeyConfig, environ: Mapping[str, str]) -> bytes | None:
         if key.sha256 is not None:
