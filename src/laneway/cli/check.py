@@ -230,7 +230,7 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines += [note for r in reports for note in r.notes]
-    lines += alias_lines(config)
+    lines += deployment_lines(config) + alias_lines(config)
     warnings = [w for r in reports for w in r.warnings]
     return "\n".join(line.rstrip() for line in lines), warnings + variable_warnings(config, environ)
 
@@ -250,6 +250,37 @@ def variable_warnings(config: LanewayConfig, environ: Mapping[str, str]) -> list
     keys = KeyRing(config.server.keys, list(config.lanes), environ)
     out.extend(f"server.keys: {problem}" for problem in keys.problems)
     return out
+
+
+def deployment_lines(config: LanewayConfig) -> list[str]:
+    """One line per deployment and quota group: the lanes sharing it, and its limits."""
+    users: dict[str, list[str]] = {name: [] for name in config.deployments}
+    for lane_name, lane in config.lanes.items():
+        for source in lane.sources:
+            if source.deployment is not None and lane_name not in users[source.deployment]:
+                users[source.deployment].append(lane_name)
+    lines = []
+    for name, deployment in config.deployments.items():
+        lanes = ", ".join(users[name]) or "no lane (unused)"
+        limits = _limits(deployment.rpm, deployment.tpm)
+        group = f", quota group {deployment.quota_group}" if deployment.quota_group else ""
+        lines.append(f"deployment {name}: {deployment.model}, lanes {lanes}; {limits}{group}")
+    for name, group_config in config.quota_groups.items():
+        members = [n for n, d in config.deployments.items() if d.quota_group == name]
+        members += [
+            f"{lane_name}/{source.name or source.model}"
+            for lane_name, lane in config.lanes.items()
+            for source in lane.sources
+            if source.deployment is None and source.quota_group == name
+        ]
+        limits = _limits(group_config.rpm, group_config.tpm)
+        lines.append(f"quota group {name}: {limits} shared by {', '.join(members) or 'nothing'}")
+    return lines
+
+
+def _limits(rpm: int | None, tpm: int | None) -> str:
+    parts = [f"rpm {rpm}" if rpm else "", f"tpm {tpm}" if tpm else ""]
+    return " ".join(p for p in parts if p) or "no quota"
 
 
 def alias_lines(config: LanewayConfig) -> list[str]:

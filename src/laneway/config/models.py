@@ -167,8 +167,8 @@ class StateConfig(Strict):
         return self
 
 
-class SourceConfig(Strict):
-    """One upstream a lane can call."""
+class UpstreamConfig(Strict):
+    """An upstream endpoint and its limits: a named deployment, or a source written inline."""
 
     provider: Literal["openai", "azure", "gemini", "anthropic"] = "openai"
     base_url: NetworkUrl = Field(pattern=r"^https?://")
@@ -178,35 +178,124 @@ class SourceConfig(Strict):
     """Anthropic only: the output limit of calls that give none (Anthropic requires one)."""
     api_version: str | None = Field(default=None, pattern=r"^(v1|\d{4}-\d{2}-\d{2}(-preview)?)$")
     """Azure only: the ``api-version`` (default ``2024-10-21``), or ``v1`` for Azure's v1 API."""
-    name: str | None = None
     api_key: SecretField | None = None
-    priority: int = 0
     accepts_prefill: bool = False
     context_window: int | None = Field(default=None, gt=0)
     rpm: int | None = Field(default=None, gt=0)
     tpm: int | None = Field(default=None, gt=0)
     est_tokens: int | None = Field(default=None, gt=0)
-    weight: float = Field(default=1.0, gt=0)
+    quota_group: str | None = Field(default=None, min_length=1)
+    """The ``quota_groups`` entry whose rpm/tpm this upstream shares with others."""
     concurrency: ConcurrencyConfig | None = None
+    breaker: BreakerConfig | None = None
+    """This upstream's own breaker; unset, the lane's."""
     price: PriceConfig | None = None
 
     @model_validator(mode="after")
-    def _est_tokens_sizes_tpm(self) -> SourceConfig:
-        if self.est_tokens is not None and self.tpm is None:
+    def _est_tokens_sizes_tpm(self) -> UpstreamConfig:
+        if self.est_tokens is not None and self.tpm is None and self.quota_group is None:
             raise ValueError("est_tokens sizes the tpm reservation; it needs tpm")
         return self
 
     @model_validator(mode="after")
-    def _max_tokens_for_anthropic(self) -> SourceConfig:
+    def _group_owns_quota(self) -> UpstreamConfig:
+        if self.quota_group is not None and (self.rpm is not None or self.tpm is not None):
+            raise ValueError(
+                f"rpm and tpm belong to quota group {self.quota_group!r}; set them there"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _max_tokens_for_anthropic(self) -> UpstreamConfig:
         if self.max_tokens is not None and self.provider != "anthropic":
             raise ValueError("max_tokens applies to anthropic sources only")
         return self
 
     @model_validator(mode="after")
-    def _api_version_for_azure(self) -> SourceConfig:
+    def _api_version_for_azure(self) -> UpstreamConfig:
         if self.api_version is not None and self.provider != "azure":
             raise ValueError("api_version applies to azure sources only")
         return self
+
+
+class DeploymentConfig(UpstreamConfig):
+    """A named upstream (endpoint, key, model, limits) that lanes reference.
+
+    Its quota, breaker, health, concurrency and Retry-After marks are one
+    state, shared by every lane that names it (and every replica on Redis).
+    """
+
+
+class SourceConfig(UpstreamConfig):
+    """One upstream a lane can call: written inline, or a deployment the lane names.
+
+    ``deployment`` is set when the lane named one (``{deployment: name}``);
+    the upstream's fields are then the deployment's, copied at load.
+    """
+
+    name: str | None = None
+    priority: int = 0
+    weight: float = Field(default=1.0, gt=0)
+    deployment: str | None = None
+
+
+class QuotaGroupConfig(Strict):
+    """A quota several upstreams share (one account's limit over several models or keys)."""
+
+    rpm: int | None = Field(default=None, gt=0)
+    tpm: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _limits_something(self) -> QuotaGroupConfig:
+        if self.rpm is None and self.tpm is None:
+            raise ValueError("a quota group needs rpm or tpm")
+        return self
+
+
+LANE_SOURCE_KEYS = frozenset({"deployment", "name", "priority", "weight"})
+"""What a lane may set where it names a deployment; the rest is the deployment's."""
+
+
+def expand_deployments(data: object) -> object:
+    """Replace each ``{deployment: name, ...}`` source with the deployment's fields.
+
+    The lane keeps ``priority``, ``weight`` and ``name`` (default: the
+    deployment's name); any other key there is an error, since the upstream
+    and its limits are one shared thing.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("lanes"), dict):
+        return data
+    deployments = data.get("deployments") or {}
+    if not isinstance(deployments, dict):
+        return data
+    lanes = {name: _expand_lane(name, lane, deployments) for name, lane in data["lanes"].items()}
+    return {**data, "lanes": lanes}
+
+
+def _expand_lane(name: str, lane: object, deployments: Mapping[str, object]) -> object:
+    if not isinstance(lane, dict) or not isinstance(lane.get("sources"), list):
+        return lane
+    sources = [
+        _expand_source(f"lanes.{name}.sources[{i}]", s, deployments)
+        for i, s in enumerate(lane["sources"])
+    ]
+    return {**lane, "sources": sources}
+
+
+def _expand_source(where: str, source: object, deployments: Mapping[str, object]) -> object:
+    if not isinstance(source, dict) or "deployment" not in source:
+        return source
+    named = source["deployment"]
+    deployment = deployments.get(named) if isinstance(named, str) else None
+    if not isinstance(deployment, dict):
+        raise ValueError(f"{where}: names unknown deployment {named!r}")
+    extra = sorted(str(key) for key in source if key not in LANE_SOURCE_KEYS)
+    if extra:
+        raise ValueError(
+            f"{where}: {', '.join(extra)} belong(s) to deployment {named!r}; a lane naming "
+            "a deployment sets only priority, weight and name"
+        )
+    return {**deployment, "name": named, **source}
 
 
 class ChatCacheConfig(Strict):
@@ -453,6 +542,10 @@ class CacheConfig(Strict):
 class LanewayConfig(Strict):
     """The whole file."""
 
+    deployments: dict[str, DeploymentConfig] = Field(default_factory=dict)
+    """Named upstreams lanes reference (``{deployment: name}``), each one shared state."""
+    quota_groups: dict[str, QuotaGroupConfig] = Field(default_factory=dict)
+    """Quotas shared by several upstreams (``quota_group: name`` on each)."""
     lanes: dict[str, LaneConfig] = Field(min_length=1)
     aliases: dict[str, str] = Field(default_factory=dict)
     """Other model names that reach a lane (``gpt-4o: engram-summarize``): callers keep
@@ -461,6 +554,21 @@ class LanewayConfig(Strict):
     state: StateConfig = Field(default_factory=StateConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_deployments(cls, data: object) -> object:
+        return expand_deployments(data)
+
+    @model_validator(mode="after")
+    def _quota_groups_exist(self) -> LanewayConfig:
+        named = [(f"deployments.{n}", d.quota_group) for n, d in self.deployments.items()]
+        for lane_name, lane in self.lanes.items():
+            named += [(f"lanes.{lane_name}", s.quota_group) for s in lane.sources]
+        for where, group in named:
+            if group is not None and group not in self.quota_groups:
+                raise ValueError(f"{where}: names unknown quota group {group!r}")
+        return self
 
     @model_validator(mode="after")
     def _keys_name_lanes(self) -> LanewayConfig:

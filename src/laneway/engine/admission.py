@@ -106,7 +106,7 @@ class SourceAdmission:
         now = self.clock.now()
         memory = lane.memory
         if lane.stall.after is not None and lane.stall.stalled(
-            now, call.started, memory.last_progress()
+            now, call.started, memory.last_progress(lane.source_keys)
         ):
             self.stats["stalled"] += 1
             after = format_duration(lane.stall.after or 0.0)
@@ -127,7 +127,8 @@ class SourceAdmission:
             return self._admitted(lane, memory, by_name[chosen.name], admission, chosen, candidates)
         wait = soonest(_waits(plan, admission))
         assert wait is not None, "a source not tried has a wait; a refused one has a refusal"
-        return capped(wait, lane.stall.due(call.started, memory.last_progress()) - now)
+        progress = memory.last_progress(lane.source_keys)
+        return capped(wait, lane.stall.due(call.started, progress) - now)
 
     async def wait(self, lane: Lane, wait: Wait) -> None:
         """Sleep through ``wait``, waking early when something is released in the lane."""
@@ -174,8 +175,8 @@ class SourceAdmission:
     async def _settle_ask(self, admitted: Admitted, tokens: int | None, code: str | None) -> None:
         memory = admitted.lane.memory
         try:
-            record = await self.store.settle(admitted.lane.name, admitted.ask, tokens, code)
-            memory.records[admitted.source.name] = record
+            record = await self.store.settle(admitted.lane.scope, admitted.ask, tokens, code)
+            memory.records[admitted.source.key] = record
         finally:
             memory.notify()
 
@@ -186,7 +187,7 @@ class SourceAdmission:
         if pacer is not None:
             pacer.give_back()
         try:
-            await self.store.release(admitted.lane.name, admitted.ask)
+            await self.store.release(admitted.lane.scope, admitted.ask)
         finally:
             memory.notify()
 
@@ -194,7 +195,7 @@ class SourceAdmission:
         """Keep ``source`` out of picks for ``seconds``, as its Retry-After asked."""
         marks = lane.memory.pushed_back
         until = self.clock.now() + seconds
-        marks[source.name] = max(marks.get(source.name, -math.inf), until)
+        marks[source.key] = max(marks.get(source.key, -math.inf), until)
 
     def has_alternative(self, lane: Lane, call: CallSources, source: Source) -> bool:
         """Whether another source can take the call now: ready, not pushed back, not set aside."""
@@ -227,7 +228,7 @@ class SourceAdmission:
     def _candidate(
         self, lane: Lane, memory: LaneMemory, source: Source, call: CallSources, now: float
     ) -> Candidate:
-        marks = memory.records.get(source.name, EMPTY_RECORD).marks
+        marks = memory.records.get(source.key, EMPTY_RECORD).marks
         log = summarize(marks, lane.health.half_life)
         pushed_back = memory.pushed_back_for(source, now)
         revisit = _revisit(call, source.name, pushed_back, now)
@@ -235,7 +236,7 @@ class SourceAdmission:
         return Candidate(
             source.name,
             lane.health.score(log, now),
-            lane.breaker.gate(log, now),
+            (source.breaker or lane.breaker).gate(log, now),
             source.config.priority,
             source.config.weight,
             Wait(pushed_back, PUSHBACK, source.name) if honoured else memory.full(source),
@@ -252,9 +253,12 @@ class SourceAdmission:
         probe = lane.config.per_attempt if planned.probe else 0.0
         quota = source.quota
         if quota is None:
-            return Ask(source.name, ticket, probe=probe)
+            return Ask(source.key, ticket, probe=probe)
         tokens = quota.reservation(request_tokens)
-        return Ask(source.name, ticket, tokens, quota.rpm, quota.tpm, quota.held_for, probe)
+        window = quota.held_for
+        return Ask(
+            source.key, ticket, tokens, quota.rpm, quota.tpm, window, probe, source.quota_key
+        )
 
     async def _reserve(self, lane: Lane, memory: LaneMemory, asks: list[Ask]) -> Admission:
         """One store round trip; concurrency slots are held across it so no pick overtakes."""
@@ -265,7 +269,7 @@ class SourceAdmission:
             pacer.take()
         granted: Pacer | None = None
         try:
-            admission = await self.store.admit(lane.name, lane.source_names, asks)
+            admission = await self.store.admit(lane.scope, lane.source_keys, asks)
             memory.records.update(admission.records)
             if admission.granted is not None:
                 granted = memory.pacers.get(admission.granted.source)
@@ -280,7 +284,7 @@ class SourceAdmission:
         if not lane.paced:
             return []
         names = {ask.source for ask in asks}
-        paced = (memory.pacer(s) for s in lane.sources if s.name in names)
+        paced = (memory.pacer(s) for s in lane.sources if s.key in names)
         return [pacer for pacer in paced if pacer is not None]
 
     def _admitted(

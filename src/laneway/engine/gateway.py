@@ -33,7 +33,7 @@ from laneway.core.types import (
 from laneway.engine import embedding
 from laneway.engine.call import CallLoop
 from laneway.engine.embedding_cache import EmbeddingCache
-from laneway.engine.lane import Lane, Source, build_lane
+from laneway.engine.lane import Lane, Source, build_lanes
 from laneway.engine.ocr import run_ocr
 from laneway.engine.recording import CallClock, Recorder
 from laneway.engine.redaction import RedactingTransport
@@ -80,9 +80,7 @@ class Engine:
         self.cache = GuardedCache(cache or open_cache(config.cache.url, None), self.clock)
         self.responses = ResponseCache(self.cache, self.clock)
         self.embedding_cache = EmbeddingCache(self.cache)
-        self.lanes: dict[str, Lane] = {
-            name: build_lane(name, lane, environ) for name, lane in config.lanes.items()
-        }
+        self.lanes: dict[str, Lane] = build_lanes(config, environ)
 
     def lane(self, name: str, kind: str | None = None) -> Lane:
         """The lane called ``name`` or aliased by it, ready to run (and of ``kind`` when given)."""

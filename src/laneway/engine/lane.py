@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from laneway.config.models import LaneConfig, SourceConfig
+from laneway.config.models import (
+    BreakerConfig,
+    LaneConfig,
+    LanewayConfig,
+    QuotaGroupConfig,
+    SourceConfig,
+    UpstreamConfig,
+)
 from laneway.core.errors import RequestInvalid
 from laneway.core.types import ChatRequest
 from laneway.policy.backoff import Backoff
@@ -23,10 +30,20 @@ from laneway.providers.base import Provider
 from laneway.providers.registry import make_provider
 from laneway.state.base import SourceRecord
 
+SHARED_SCOPE = "deployments"
+"""The store scope of every lane that names a deployment: their sources' states
+are keyed in one namespace, so a deployment is the same state in each lane."""
+
 
 @dataclass(slots=True)
 class Source:
-    """One upstream of a lane, with its adapter and what keeps it from running."""
+    """One upstream of a lane, with its adapter and what keeps it from running.
+
+    ``key`` names the source's state (outcome log, breaker, probe lease,
+    pacer, pushback marks) in its lane's scope: a deployment's key is the
+    same in every lane that names it. ``quota_key`` names its quota window:
+    its quota group's when it has one, else its own.
+    """
 
     name: str
     config: SourceConfig
@@ -34,6 +51,14 @@ class Source:
     problems: list[str] = field(default_factory=list)
     quota: QuotaLimits | None = None
     pacing: PacerLimits | None = None
+    key: str = ""
+    quota_key: str = ""
+    breaker: BreakerLimits | None = None
+    """The upstream's own breaker, or ``None`` for the lane's."""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or self.name
+        self.quota_key = self.quota_key or self.key
 
     @property
     def ready(self) -> bool:
@@ -47,7 +72,10 @@ class LaneMemory:
 
     Admission's working memory: the store's latest records, weighted turns,
     AIMD pacers, pushback marks (when each source's last Retry-After ends),
-    and the picks waiting for a release.
+    and the picks waiting for a release. Records, pacers, marks and waiters
+    are keyed by ``Source.key``; lanes that name deployments share these four
+    (``sharing``), so a deployment's concurrency and Retry-After marks are
+    one, while turns stay the lane's.
     """
 
     records: dict[str, SourceRecord] = field(default_factory=dict)
@@ -57,29 +85,39 @@ class LaneMemory:
     waiters: set[asyncio.Event] = field(default_factory=set)
     panicking: bool = False
 
-    def last_progress(self) -> float | None:
-        """When any source of the lane last succeeded, as far as the store told us."""
-        ends = [r.last_ok for r in self.records.values() if r.last_ok is not None]
+    def last_progress(self, keys: Iterable[str]) -> float | None:
+        """When any of the lane's sources (``keys``) last succeeded, as far as the store told us."""
+        records = (self.records.get(key) for key in keys)
+        ends = [r.last_ok for r in records if r is not None and r.last_ok is not None]
         return max(ends, default=None)
 
     def pacer(self, source: Source) -> Pacer | None:
         """The source's pacer, or ``None`` when its concurrency is not limited."""
         if source.pacing is None:
             return None
-        pacer = self.pacers.get(source.name)
+        pacer = self.pacers.get(source.key)
         if pacer is None:
-            pacer = self.pacers[source.name] = Pacer(source.pacing)
+            pacer = self.pacers[source.key] = Pacer(source.pacing)
         return pacer
 
     def pushed_back_for(self, source: Source, now: float) -> float:
         """Seconds until the source's Retry-After ends (0 when it asked for no wait)."""
-        return max(self.pushed_back.get(source.name, -math.inf) - now, 0.0)
+        return max(self.pushed_back.get(source.key, -math.inf) - now, 0.0)
 
     def full(self, source: Source) -> Wait | None:
         """The wait for a slot when the source's concurrency limit is full."""
         pacer = self.pacer(source)
         gate = pacer.gate() if pacer is not None else None
         return gate if isinstance(gate, Wait) else None
+
+    def sharing(self) -> LaneMemory:
+        """A lane's memory over these records, pacers, marks and waiters, with its own turns."""
+        return LaneMemory(
+            records=self.records,
+            pacers=self.pacers,
+            pushed_back=self.pushed_back,
+            waiters=self.waiters,
+        )
 
     def notify(self) -> None:
         """Wake every waiting pick: a slot, a reservation or a record changed."""
@@ -109,6 +147,9 @@ class Lane:
     runnable: list[Source] = field(init=False)
     """The ready sources, in priority order."""
     source_names: tuple[str, ...] = field(init=False)
+    source_keys: tuple[str, ...] = field(init=False)
+    scope: str = field(init=False)
+    """The store scope of the sources' states: the lane's name, or ``SHARED_SCOPE``."""
     paced: bool = field(init=False)
     """Whether any source limits its concurrency (AIMD)."""
 
@@ -116,6 +157,9 @@ class Lane:
         self.runnable = [source for source in self.sources if source.ready]
         self.problems = [] if self.runnable else [p for s in self.sources for p in s.problems]
         self.source_names = tuple(source.name for source in self.sources)
+        self.source_keys = tuple(dict.fromkeys(s.key for s in self.sources))
+        shared = any(source.config.deployment is not None for source in self.sources)
+        self.scope = SHARED_SCOPE if shared else self.name
         self.paced = any(source.pacing is not None for source in self.sources)
 
     @property
@@ -141,20 +185,48 @@ class Lane:
             )
 
 
-def build_lane(name: str, config: LaneConfig, environ: Mapping[str, str]) -> Lane:
-    """Bind a lane's sources to adapters and its settings to a ``RetryPolicy``."""
+def build_lanes(config: LanewayConfig, environ: Mapping[str, str]) -> dict[str, Lane]:
+    """Every lane of ``config``; those naming deployments share one memory of them."""
+    memory = LaneMemory()
+    return {
+        name: build_lane(name, lane, environ, config.quota_groups, memory)
+        for name, lane in config.lanes.items()
+    }
+
+
+def build_lane(
+    name: str,
+    config: LaneConfig,
+    environ: Mapping[str, str],
+    groups: Mapping[str, QuotaGroupConfig] | None = None,
+    shared: LaneMemory | None = None,
+) -> Lane:
+    """Bind a lane's sources to adapters and its settings to a ``RetryPolicy``.
+
+    ``groups`` are the config's quota groups; ``shared`` the memory of
+    deployments, when other lanes name them too.
+    """
     names = config.source_names()
     ordered = sorted(zip(names, config.sources, strict=True), key=lambda pair: pair[1].priority)
-    sources = [_build_source(n, s, environ) for n, s in ordered]
-    b = config.breaker
-    return Lane(
+    scoped = any(source.deployment is not None for _, source in ordered)
+    lane_key = name if scoped else None
+    sources = [_build_source(n, s, environ, lane_key, groups or {}) for n, s in ordered]
+    lane = Lane(
         name,
         config,
         sources,
         retry_policy(config),
-        breaker=BreakerLimits(failures=b.failures, window=b.window, cooldown=b.cooldown),
+        breaker=breaker_limits(config.breaker),
         stall=StallWatch(config.stall_after),
     )
+    if scoped and shared is not None:
+        lane.memory = shared.sharing()
+    return lane
+
+
+def breaker_limits(config: BreakerConfig) -> BreakerLimits:
+    """A breaker configuration as the policy's limits."""
+    return BreakerLimits(failures=config.failures, window=config.window, cooldown=config.cooldown)
 
 
 def retry_policy(config: LaneConfig) -> RetryPolicy:
@@ -181,7 +253,14 @@ def retry_policy(config: LaneConfig) -> RetryPolicy:
     )
 
 
-def _build_source(name: str, config: SourceConfig, environ: Mapping[str, str]) -> Source:
+def _build_source(
+    name: str,
+    config: SourceConfig,
+    environ: Mapping[str, str],
+    lane: str | None,
+    groups: Mapping[str, QuotaGroupConfig],
+) -> Source:
+    """``lane`` is set when the lane's scope is shared: inline sources' keys then carry it."""
     problems: list[str] = []
     key: str | None = None
     if config.api_key is not None:
@@ -196,17 +275,37 @@ def _build_source(name: str, config: SourceConfig, environ: Mapping[str, str]) -
         max_tokens=config.max_tokens,
         api_version=config.api_version,
     )
-    return Source(name, config, provider, problems, quota_limits(config), pacer_limits(config))
+    if config.deployment is not None:
+        key = f"deployment:{config.deployment}"
+    else:
+        key = name if lane is None else f"lane:{lane}/{name}"
+    group = config.quota_group
+    return Source(
+        name,
+        config,
+        provider,
+        problems,
+        quota_limits(config, groups),
+        pacer_limits(config),
+        key=key,
+        quota_key=f"quota-group:{group}" if group is not None else key,
+        breaker=None if config.breaker is None else breaker_limits(config.breaker),
+    )
 
 
-def quota_limits(config: SourceConfig) -> QuotaLimits | None:
-    """The source's quota, or ``None`` when it has neither ``rpm`` nor ``tpm``."""
-    if config.rpm is None and config.tpm is None:
+def quota_limits(
+    config: UpstreamConfig, groups: Mapping[str, QuotaGroupConfig] | None = None
+) -> QuotaLimits | None:
+    """The source's quota (its group's when it has one), or ``None`` when it has none."""
+    limits: UpstreamConfig | QuotaGroupConfig = config
+    if config.quota_group is not None and groups is not None and config.quota_group in groups:
+        limits = groups[config.quota_group]
+    if limits.rpm is None and limits.tpm is None:
         return None
-    return QuotaLimits(rpm=config.rpm, tpm=config.tpm, est_tokens=config.est_tokens)
+    return QuotaLimits(rpm=limits.rpm, tpm=limits.tpm, est_tokens=config.est_tokens)
 
 
-def pacer_limits(config: SourceConfig) -> PacerLimits | None:
+def pacer_limits(config: UpstreamConfig) -> PacerLimits | None:
     """The source's AIMD range, or ``None`` when its concurrency is not limited."""
     c = config.concurrency
     if c is None:

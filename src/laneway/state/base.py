@@ -26,6 +26,8 @@ class Ask:
     ``ticket`` names the reservation; ``tokens`` is its size. ``rpm`` and
     ``tpm`` (``None``: unlimited) apply over ``window`` seconds. ``probe`` > 0
     also claims the source's half-open probe lease for that many seconds.
+    ``quota`` names the window the reservation goes in when it is not the
+    source's own (a quota group several sources share).
     """
 
     source: str
@@ -35,6 +37,12 @@ class Ask:
     tpm: int | None = None
     window: float = 60.0
     probe: float = 0.0
+    quota: str = ""
+
+    @property
+    def quota_source(self) -> str:
+        """The name whose quota window holds this ask's reservation."""
+        return self.quota or self.source
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,7 @@ class MemoryStore:
         """See ``SourceStore.settle``."""
         state = self._state(lane, ask.source)
         if tokens is not None:
-            state.window.settle(ask.ticket, tokens)
+            self._state(lane, ask.quota_source).window.settle(ask.ticket, tokens)
         state.free_probe(ask.ticket)
         if code is not None:
             now = self.clock.now()
@@ -94,9 +94,8 @@ class MemoryStore:
 
     async def release(self, lane: str, ask: Ask) -> None:
         """See ``SourceStore.release``."""
-        state = self._state(lane, ask.source)
-        state.window.release(ask.ticket)
-        state.free_probe(ask.ticket)
+        self._state(lane, ask.quota_source).window.release(ask.ticket)
+        self._state(lane, ask.source).free_probe(ask.ticket)
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -134,13 +133,14 @@ class MemoryStore:
 
     def _take(self, lane: str, ask: Ask, now: float) -> Refusal | None:
         state = self._state(lane, ask.source)
-        state.window_seconds = ask.window
+        quota = self._state(lane, ask.quota_source)
+        quota.window_seconds = ask.window
         if ask.probe > 0:
             held = state.probe_wait(now)
             if held > 0:
                 return Refusal(ask.source, held, PROBE)
         if ask.rpm is not None or ask.tpm is not None:
-            wait = state.window.reserve(
+            wait = quota.window.reserve(
                 ask.ticket, ask.tokens, rpm=ask.rpm, tpm=ask.tpm, window=ask.window, now=now
             )
             if wait > 0:

@@ -63,7 +63,10 @@ class RedisStore:
         keys = [key for name in sources for key in self._keys(lane, name, "log", "ok")]
         args: list[Any] = [self._wall_now(), len(sources)]
         for ask in asks:
-            keys += self._keys(lane, ask.source, "q", "t", "probe")
+            keys += [
+                *self._keys(lane, ask.quota_source, "q", "t"),
+                *self._keys(lane, ask.source, "probe"),
+            ]
             limits = [ask.rpm or 0, ask.tpm or 0, repr(ask.window), repr(ask.probe)]
             args += [ask.ticket, ask.tokens, *limits]
         offset = self._offset()
@@ -79,7 +82,10 @@ class RedisStore:
         self, lane: str, ask: Ask, tokens: int | None, code: str | None
     ) -> SourceRecord:
         """See ``SourceStore.settle``."""
-        keys = self._keys(lane, ask.source, "q", "t", "probe", "log", "ok")
+        keys = [
+            *self._keys(lane, ask.quota_source, "q", "t"),
+            *self._keys(lane, ask.source, "probe", "log", "ok"),
+        ]
         kept = -1 if tokens is None else tokens
         args: list[str | int] = [
             self._wall_now(),
@@ -94,7 +100,11 @@ class RedisStore:
 
     async def release(self, lane: str, ask: Ask) -> None:
         """See ``SourceStore.release``."""
-        await self._release(keys=self._keys(lane, ask.source, "q", "t", "probe"), args=[ask.ticket])
+        keys = [
+            *self._keys(lane, ask.quota_source, "q", "t"),
+            *self._keys(lane, ask.source, "probe"),
+        ]
+        await self._release(keys=keys, args=[ask.ticket])
 
     async def merge(self, dumps: Sequence[SourceDump]) -> None:
         """Replay state kept locally while Redis was away, in one pipeline."""
