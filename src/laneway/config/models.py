@@ -346,6 +346,7 @@ _KIND_ONLY: dict[str, tuple[str, ...]] = {
     "max_input_bytes": ("embed",),
     "max_answer_bytes": ("embed",),
     "cache": ("chat", "ocr"),
+    "fallback_lanes": ("chat", "embed"),
 }
 """Lane fields that act on some kinds only; setting one elsewhere is an error."""
 
@@ -384,6 +385,9 @@ class LaneConfig(Strict):
     """The whole embeddings answer, estimated before any upstream call when the vector
     length is known (the lane's ``dimensions`` or the request's); more is a 413."""
     cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
+    fallback_lanes: list[str] = Field(default_factory=list)
+    """Lanes tried in order when this lane's call fails, each with its own policy, all
+    under the caller's one deadline."""
     sources: list[SourceConfig] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -577,6 +581,36 @@ class LanewayConfig(Strict):
                 if lane != "*" and lane not in self.lanes:
                     raise ValueError(f"server.keys[{key.name}] names unknown lane {lane!r}")
         return self
+
+    @model_validator(mode="after")
+    def _fallbacks_name_lanes(self) -> LanewayConfig:
+        for name, lane in self.lanes.items():
+            for other in lane.fallback_lanes:
+                where = f"lanes.{name}.fallback_lanes"
+                if other not in self.lanes:
+                    raise ValueError(f"{where}: names unknown lane {other!r}")
+                if self.lanes[other].kind != lane.kind:
+                    raise ValueError(
+                        f"{where}: {other} is a {self.lanes[other].kind} lane, not {lane.kind}"
+                    )
+            if name in lane.fallback_lanes:
+                raise ValueError(f"lanes.{name}.fallback_lanes: a lane cannot fall back to itself")
+        return self
+
+    def fallback_chain(self, lane: str) -> list[str]:
+        """``lane`` and the lanes its failures fall back to, in the order they are tried.
+
+        A fallback lane's own ``fallback_lanes`` follow it (depth first); a lane
+        already in the chain is not tried again.
+        """
+        chain: list[str] = []
+        pending = [lane]
+        while pending:
+            name = pending.pop()
+            if name not in chain:
+                chain.append(name)
+                pending.extend(reversed(self.lanes[name].fallback_lanes))
+        return chain
 
     @model_validator(mode="after")
     def _aliases_name_lanes(self) -> LanewayConfig:

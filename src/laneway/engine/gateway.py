@@ -33,6 +33,7 @@ from laneway.core.types import (
 from laneway.engine import embedding
 from laneway.engine.call import CallLoop
 from laneway.engine.embedding_cache import EmbeddingCache
+from laneway.engine.fallback import through_chain
 from laneway.engine.lane import Lane, Source, build_lanes
 from laneway.engine.ocr import run_ocr
 from laneway.engine.recording import CallClock, Recorder
@@ -115,7 +116,11 @@ class Engine:
         ``cache`` is the caller's say over the response cache (``no-cache``, ``no-store``).
         """
         lane = self.lane(lane_name, "chat")
-        return await self.run_chat(lane, request, deadline=deadline, meta=meta, cache=cache)
+
+        async def on(lane: Lane, seconds: float | None) -> LLMResponse:
+            return await self.run_chat(lane, request, deadline=seconds, meta=meta, cache=cache)
+
+        return await through_chain(self.config, self.lanes, self.clock, lane, deadline, on)
 
     async def run_chat(
         self,
@@ -227,7 +232,11 @@ class Engine:
         lane = self.lane(lane_name, "embed")
         if request.params.get("encoding_format", "float") != "float":
             raise RequestInvalid("encoding_format", "laneway returns float vectors only")
-        return await embedding.embed(self, lane, request, self.deadline(lane, deadline), meta)
+
+        async def on(lane: Lane, seconds: float | None) -> EmbeddingResponse:
+            return await embedding.embed(self, lane, request, self.deadline(lane, seconds), meta)
+
+        return await through_chain(self.config, self.lanes, self.clock, lane, deadline, on)
 
     async def ocr(
         self,
