@@ -83,19 +83,18 @@ async def test_local_state_is_replayed_when_redis_returns(
 ) -> None:
     clock = FakeClock()
     store = fallback(f"redis://127.0.0.1:{proxy.port}/0", clock, redis_prefix)
-    quota = {"rpm": 3}
     with caplog.at_level(logging.WARNING, logger="laneway.state"):
-        assert (await store.admit(LANE, ["a"], [Ask("a", "t1", **quota)])).granted
+        assert (await store.admit(LANE, ["a"], [Ask("a", "t1", rpm=3)])).granted
         assert not store.degraded
         await proxy.stop()
-        local = Ask("a", "t2", **quota)
+        local = Ask("a", "t2", rpm=3)
         assert (await store.admit(LANE, ["a"], [local])).granted
         await store.settle(LANE, local, None, "failed")
         assert store.degraded
         await proxy.start()
         clock.advance(1.0)
-        third = await store.admit(LANE, ["a"], [Ask("a", "t3", **quota)])
-        fourth = await store.admit(LANE, ["a"], [Ask("a", "t4", **quota)])
+        third = await store.admit(LANE, ["a"], [Ask("a", "t3", rpm=3)])
+        fourth = await store.admit(LANE, ["a"], [Ask("a", "t4", rpm=3)])
     await store.aclose()
     assert not store.degraded and store.outages == 1
     assert third.granted and not fourth.granted, "t2, granted locally, now counts in Redis"
