@@ -48,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.cli.batch import main as batch_main
 
         return batch_main(args[1:])
+    if args[:1] == ["import"]:
+        from laneway.cli.importer import main as import_main
+
+        return import_main(args[1:])
     if args[:1] == ["simulate"]:
         try:
             require("redis", "laneway simulate (its two-replica scenario shares state in Redis)")
@@ -79,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
     sub.add_parser("batch", help="embed a corpus or run a prompt set on a lane (--help)")
+    sub.add_parser("import", help="translate a LiteLLM proxy config to laneway.yaml (--help)")
     sub.add_parser("simulate", help="chaos scenarios against the simulator (--help)")
     sub.add_parser("size", help="deadline, timeouts and retries from measured latencies (--help)")
     return parser
