@@ -68,7 +68,7 @@ def render(translation: Translation, origin: str) -> str:
     lines += _comment(translation.header, "")
     if translation.gaps:
         lines.append("# Not carried (no laneway equivalent; the exit status was 1):")
-        lines += _comment(translation.gaps, "  - ")
+        lines += _comment(translation.gaps, "", "  - ")
     for key in ("server", "state", "telemetry", "cache", "aliases", "deployments"):
         if key in config:
             lines += ["", *_dump({key: config[key]})]

@@ -98,6 +98,7 @@ def translate(data: Mapping[str, Any]) -> Translation:
     router = _mapping(data, "router_settings", out)
     lite = _mapping(data, "litellm_settings", out)
     settings = _settings(router, lite)
+    _rejection_retries(settings.retry_policy, out)
     groups = _groups(data.get("model_list"), out)
     deployments: dict[str, Any] = {}
     lanes: dict[str, Any] = {}
@@ -215,9 +216,19 @@ def _deployment(name: str, entry: Mapping[str, Any], out: Translation) -> dict[s
         out.gaps.append(f"{where}.litellm_params.api_base: {prefix} needs one; left out")
         return None
     deployment: dict[str, Any] = {"provider": provider, "base_url": base_url, "model": rest}
-    for key in ("api_key", "api_version", "rpm", "tpm"):
+    for key in ("api_key", "rpm", "tpm"):
         if params.get(key) is not None:
             deployment[key] = params[key]
+    if params.get("api_version") is not None:
+        version = params["api_version"]
+        deployment["api_version"] = (
+            version.isoformat() if hasattr(version, "isoformat") else str(version)
+        )
+    if params.get("max_retries") is not None:
+        out.header.append(
+            f"{where}.litellm_params.max_retries: the provider client's own retries, which "
+            "LiteLLM's Router sets to 0 (it is the only retry loop): inert, as in laneway"
+        )
     if provider == "anthropic":
         deployment["max_tokens"] = ANTHROPIC_MAX_TOKENS
     _deployment_info(deployment, params, info, where, out)
@@ -246,6 +257,8 @@ def _deployment_info(
         deployment["price"] = price
     if params.get("api_key") is not None and not str(params["api_key"]).startswith("os.environ/"):
         out.header.append(f"{where}: api_key is a literal in the file; prefer os.environ/NAME")
+    for key in sorted(set(info) & MODEL_INFO_INERT):
+        out.header.append(f"{where}.model_info.{key}: informational in LiteLLM; not needed")
     for key in sorted(set(info) - MODEL_INFO - MODEL_INFO_INERT):
         out.gaps.append(f"{where}.model_info.{key}: no laneway equivalent; not carried")
 
@@ -354,12 +367,16 @@ def _retry_budget(
                 f"resolver never reads it; 5xx get num_retries = {retries}); laneway keeps what "
                 "LiteLLM did: 5xx are retried per retries"
             )
-        elif key in REJECTION_POLICY_KEYS and count:
-            out.gaps.append(
-                f"lanes.{group}: retry_policy.{key}: {value}: laneway never retries a "
-                "rejection (400, 401, 403, 404, 422); not carried"
-            )
     return min(budget, 20)
+
+
+def _rejection_retries(policy: Mapping[str, Any], out: Translation) -> None:
+    for key in REJECTION_POLICY_KEYS:
+        if _int(policy.get(key)):
+            out.gaps.append(
+                f"retry_policy.{key}: {policy[key]}: laneway never retries a rejection "
+                "(400, 401, 403, 404, 422); not carried"
+            )
 
 
 def _retry_on(retries: int, policy: Mapping[str, Any]) -> list[Any] | dict[Any, int]:
@@ -413,7 +430,7 @@ ROUTER_READ = frozenset(
     {"num_retries", "timeout", "stream_timeout", "retry_policy", "allowed_fails"}
     | {"cooldown_time", "fallbacks", "context_window_fallbacks", "default_fallbacks"}
     | {"model_group_alias", "redis_host", "redis_port", "redis_password", "redis_url"}
-    | {"routing_strategy", "enable_pre_call_checks"}
+    | {"routing_strategy", "enable_pre_call_checks", "content_policy_fallbacks"}
 )
 LITELLM_READ = frozenset(
     {"num_retries", "request_timeout", "retry_policy", "allowed_fails", "cooldown_time"}
