@@ -14,8 +14,10 @@ from laneway.config.litellm import Translation, translate
 
 HERE = Path(__file__).with_name("litellm")
 EXAMPLE = Path(__file__).parents[2] / "examples" / "litellm"
-ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
-ENV += ("LITELLM_MASTER_KEY", "AZURE_EASTUS_KEY", "AZURE_WESTUS_KEY")
+ENV = [
+    *(f"{name}_API_KEY" for name in ("OPENAI", "ANTHROPIC", "GEMINI", "OPENROUTER")),
+    *(f"{name}_KEY" for name in ("AZURE_EASTUS", "AZURE_WESTUS", "LITELLM_MASTER")),
+]
 RETRIED = [408, 409, 429, 500, 502, 503, 504, "timeout", "connect"]
 
 
