@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
-from laneway.config.models import LaneConfig, LanewayConfig
+from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, build_lane, retry_policy
 from laneway.policy.health import HealthPolicy
@@ -355,3 +355,36 @@ def _describe_rate(rate: Rate) -> str:
     kinds = (rate.input, rate.output, rate.cached_input, rate.cache_write)
     tiered = any(t is not None and t.tiers for t in kinds)
     return f"{', '.join(parts)} USD/Mtok{' (+tiers)' if tiered else ''} from {rate.origin}"
+
+
+def env_example(config: LanewayConfig) -> str:
+    """A ``.env.example``: every variable the config reads, under the places that read it."""
+    places: dict[str, list[str]] = {}
+    pooled: set[str] = set()
+
+    def add(secret: Secret | None, where: str, each_key: bool = False) -> None:
+        if secret is not None and secret.env is not None:
+            places.setdefault(secret.env, []).append(where)
+            if each_key:
+                pooled.add(secret.env)
+
+    for name, deployment in config.deployments.items():
+        add(deployment.api_key, f"deployments.{name}", deployment.each_key)
+    for lane_name, lane in config.lanes.items():
+        for source, source_name in zip(lane.sources, lane.source_names(), strict=True):
+            if source.deployment is None:
+                add(source.api_key, f"lanes.{lane_name} source {source_name}", source.each_key)
+    for key in config.server.keys:
+        add(key.key, f"server.keys {key.name}")
+    lines = [
+        "# Every variable laneway.yaml reads (written by `laneway check --env-example`).",
+        "# Copy to .env beside laneway.yaml and fill in; the process environment wins over it.",
+    ]
+    for variable, where in places.items():
+        lines += ["", f"# {', '.join(where)}"]
+        if variable in pooled:
+            lines.append(
+                f"# each_key: more keys as {variable}_2, {variable}_3, ... or a comma list"
+            )
+        lines.append(f"{variable}=")
+    return "\n".join(lines) + "\n"

@@ -7,7 +7,9 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
+from laneway.cli.check import env_example as example_env
 from laneway.cli.check import price_report, render
 from laneway.config.load import load_config
 from laneway.core.errors import ConfigError
@@ -64,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "check":
-        return check(ns.config or ns.path or DEFAULT_CONFIG, strict=ns.strict)
+        path = ns.config or ns.path or DEFAULT_CONFIG
+        return check(path, strict=ns.strict, env_example=ns.env_example)
     parser.print_help()
     return 2
 
@@ -78,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("path", nargs="?", help=f"the config (default: {DEFAULT_CONFIG})")
     check_cmd.add_argument("--config", help="the config (the same as the positional path)")
     check_cmd.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    check_cmd.add_argument(
+        "--env-example",
+        action="store_true",
+        help="also write .env.example beside the config: every variable it reads",
+    )
     sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
@@ -89,13 +97,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check(path: str, *, strict: bool = False) -> int:
-    """Validate ``path`` and print the lane table; non-zero on errors."""
+def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
+    """Validate ``path`` and print the lane table; non-zero on errors.
+
+    ``env_example`` also writes ``.env.example`` beside the config.
+    """
     try:
         config, environ = load_config(path)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if env_example:
+        target = Path(path).parent / ".env.example"
+        target.write_text(example_env(config), encoding="utf-8")
+        print(f"wrote {target}")
     table, warnings = render(config, environ)
     prices, errors = price_report(config, time.time())
     print(table)

@@ -186,6 +186,9 @@ class UpstreamConfig(Strict):
     est_tokens: int | None = Field(default=None, gt=0)
     quota_group: str | None = Field(default=None, min_length=1)
     """The ``quota_groups`` entry whose rpm/tpm this upstream shares with others."""
+    each_key: bool = False
+    """One upstream per key ``api_key``'s variable holds (``NAME``, a comma list, then
+    ``NAME_2``, ``NAME_3``...), each with its own quota and breaker."""
     concurrency: ConcurrencyConfig | None = None
     breaker: BreakerConfig | None = None
     """This upstream's own breaker; unset, the lane's."""
@@ -195,6 +198,12 @@ class UpstreamConfig(Strict):
     def _est_tokens_sizes_tpm(self) -> UpstreamConfig:
         if self.est_tokens is not None and self.tpm is None and self.quota_group is None:
             raise ValueError("est_tokens sizes the tpm reservation; it needs tpm")
+        return self
+
+    @model_validator(mode="after")
+    def _each_key_needs_a_variable(self) -> UpstreamConfig:
+        if self.each_key and (self.api_key is None or self.api_key.env is None):
+            raise ValueError("each_key needs api_key: os.environ/NAME (the keys' variable)")
         return self
 
     @model_validator(mode="after")

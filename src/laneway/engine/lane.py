@@ -210,7 +210,9 @@ def build_lane(
     ordered = sorted(zip(names, config.sources, strict=True), key=lambda pair: pair[1].priority)
     scoped = any(source.deployment is not None for _, source in ordered)
     lane_key = name if scoped else None
-    sources = [_build_source(n, s, environ, lane_key, groups or {}) for n, s in ordered]
+    sources = [
+        built for n, s in ordered for built in _build_sources(n, s, environ, lane_key, groups or {})
+    ]
     lane = Lane(
         name,
         config,
@@ -253,32 +255,71 @@ def retry_policy(config: LaneConfig) -> RetryPolicy:
     )
 
 
-def _build_source(
+def _build_sources(
     name: str,
     config: SourceConfig,
     environ: Mapping[str, str],
     lane: str | None,
     groups: Mapping[str, QuotaGroupConfig],
+) -> list[Source]:
+    """The source, or with ``each_key`` one source per key its variable holds.
+
+    ``lane`` is set when the lane's scope is shared: inline sources' keys then
+    carry it. The keys after the first are named ``<name>/key<n>``, each its
+    own state (quota, breaker, health), unless a quota group holds them.
+    """
+    if config.deployment is not None:
+        state = f"deployment:{config.deployment}"
+    else:
+        state = name if lane is None else f"lane:{lane}/{name}"
+    secret = config.api_key
+    if secret is None or not config.each_key or secret.env is None:
+        api_key = None if secret is None else secret.resolve(environ)
+        return [_build_source(name, state, config, api_key, groups)]
+    keys: list[str | None] = [*pooled_keys(secret.env, environ)] or [None]
+    return [
+        _build_source(
+            name if n == 1 else f"{name}/key{n}",
+            state if n == 1 else f"{state}/key{n}",
+            config,
+            api_key,
+            groups,
+        )
+        for n, api_key in enumerate(keys, start=1)
+    ]
+
+
+def pooled_keys(variable: str, environ: Mapping[str, str]) -> list[str]:
+    """Every key a variable holds: ``NAME`` (a comma list allowed), then ``NAME_2``, ``NAME_3``...
+
+    The numbered ones are read until the first that is unset.
+    """
+    found = [part.strip() for part in environ.get(variable, "").split(",") if part.strip()]
+    number = 2
+    while environ.get(f"{variable}_{number}"):
+        found += [p.strip() for p in environ[f"{variable}_{number}"].split(",") if p.strip()]
+        number += 1
+    return found
+
+
+def _build_source(
+    name: str,
+    state: str,
+    config: SourceConfig,
+    api_key: str | None,
+    groups: Mapping[str, QuotaGroupConfig],
 ) -> Source:
-    """``lane`` is set when the lane's scope is shared: inline sources' keys then carry it."""
     problems: list[str] = []
-    key: str | None = None
-    if config.api_key is not None:
-        key = config.api_key.resolve(environ)
-        if key is None:
-            problems.append(f"source {name}: environment variable {config.api_key.env} is unset")
+    if config.api_key is not None and api_key is None:
+        problems.append(f"source {name}: environment variable {config.api_key.env} is unset")
     provider = make_provider(
         config.provider,
         config.base_url,
         config.model,
-        key,
+        api_key,
         max_tokens=config.max_tokens,
         api_version=config.api_version,
     )
-    if config.deployment is not None:
-        key = f"deployment:{config.deployment}"
-    else:
-        key = name if lane is None else f"lane:{lane}/{name}"
     group = config.quota_group
     return Source(
         name,
@@ -287,8 +328,8 @@ def _build_source(
         problems,
         quota_limits(config, groups),
         pacer_limits(config),
-        key=key,
-        quota_key=f"quota-group:{group}" if group is not None else key,
+        key=state,
+        quota_key=f"quota-group:{group}" if group is not None else state,
         breaker=None if config.breaker is None else breaker_limits(config.breaker),
     )
 
