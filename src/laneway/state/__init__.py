@@ -2,9 +2,12 @@
 
 An adapter beside ``config``, ``providers`` and ``http``: it depends on
 ``laneway.core`` only (never on ``laneway.policy``) and holds no policy. It
-keeps, per lane and source, a sliding quota window of reservations, a short
+keeps, per scope and source, a sliding quota window of reservations, a short
 log of attempt outcomes, the time of the last success and the half-open
-probe lease; the policies read those to decide.
+probe lease; the policies read those to decide. A scope is a lane, or the
+one scope of every lane naming deployments (a deployment is one source in
+it, whichever lane asks); an ask's quota window may be another name's (a
+quota group several sources share).
 
 ``open_store(None, clock)`` keeps everything in the process;
 ``open_store("redis://...", clock)`` shares it through Redis and falls back to

@@ -1,8 +1,8 @@
 """The Redis store's scripts: each runs atomically inside Redis, in one round trip.
 
 They follow ``laneway.state.window.SlidingWindow`` and ``MemoryStore`` step
-for step. Per source (hash-tagged by lane, so a lane's keys share a cluster
-slot): ``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
+for step. Per source (hash-tagged by scope: a lane, or the scope of every
+lane naming deployments, so one admission's keys share a cluster slot): ``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
 of ticket -> tokens plus their sum under ``=sum``, ``log`` a list of
 ``"<time> <code>"`` outcomes (newest first), ``ok`` the last success time,
 ``probe`` the half-open lease ``"<ticket> <until>"``. Times are the callers'
@@ -79,7 +79,7 @@ end
 ADMIT = (
     _COMMON
     + """
--- KEYS: log, ok per lane source; then q, t, probe per ask.
+-- KEYS: log, ok per source of the lane; then q, t (its quota's), probe per ask.
 -- ARGV: now, source count; then per ask: ticket, tokens, rpm, tpm, window, probe.
 local now = tonumber(ARGV[1])
 local sources = tonumber(ARGV[2])
