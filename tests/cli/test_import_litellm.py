@@ -32,8 +32,8 @@ def minimal(**params: Any) -> dict[str, Any]:
 def test_nothing_declared_names_the_implicit_retries_and_default_timeout() -> None:
     out = translate(minimal())
     lane = out.config["lanes"]["m"]
-    assert (lane["retries"], lane["retry_on"], lane["attempt_timeout"]) == (2, RETRIED, "600s")
-    assert lane["deadline"] == "1803s"  # 3 x 600 s + (0.5 + 0.75) + (1 + 0.75), rounded up
+    assert (lane["retries"], lane["retry_on"], lane["attempt_timeout"]) == (2, RETRIED, "6000s")
+    assert lane["deadline"] == "18003s"  # 3 x 6000 s + (0.5 + 0.75) + (1 + 0.75), rounded up
     notes = " ".join(out.notes["m"])
     assert "openai.DEFAULT_MAX_RETRIES = 2" in notes
     assert "LiteLLM's default request_timeout" in notes

@@ -10,9 +10,10 @@ retries resolve per deployment, then ``router_settings``, then
 ``litellm_settings``, else ``openai.DEFAULT_MAX_RETRIES`` = 2; 408, 409, 429
 and every 5xx are retried, and timeouts and connection errors; the per-attempt
 timeout resolves deployment ``timeout``, ``litellm_settings.request_timeout``,
-``router_settings.timeout``, else 600 s; there is no overall deadline; the
-backoff is ``0.5 s * 2^n`` capped at 8 s plus up to 0.75 s of jitter, or the
-upstream's Retry-After when it is at most 60 s; ``retry_policy``'s
+``router_settings.timeout``, else ``litellm.request_timeout`` = 6000 s; there
+is no overall deadline; the backoff is ``0.5 s * 2^n`` capped at 8 s plus up
+to 0.75 s of jitter, or the upstream's Retry-After when it is at most 60 s;
+``retry_policy``'s
 ``InternalServerErrorRetries`` is never read; ``allowed_fails`` switches to
 a cooldown that takes a single deployment out of rotation.
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 DEFAULT_RETRIES = 2
 """``openai.DEFAULT_MAX_RETRIES``: LiteLLM's retries when nothing sets ``num_retries``."""
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = 6000.0
 """LiteLLM's per-attempt timeout when nothing sets one (``litellm.request_timeout``)."""
 DEFAULT_COOLDOWN = 5.0
 RETRIED_STATUSES = (408, 409, 429, 500, 502, 503, 504)
