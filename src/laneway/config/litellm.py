@@ -13,9 +13,9 @@ timeout resolves deployment ``timeout``, ``litellm_settings.request_timeout``,
 ``router_settings.timeout``, else ``litellm.request_timeout`` = 6000 s; there
 is no overall deadline; the backoff is ``0.5 s * 2^n`` capped at 8 s plus up
 to 0.75 s of jitter, or the upstream's Retry-After when it is at most 60 s;
-``retry_policy``'s
-``InternalServerErrorRetries`` is never read; ``allowed_fails`` switches to
-a cooldown that takes a single deployment out of rotation.
+``retry_policy``'s ``InternalServerErrorRetries`` is never read;
+``allowed_fails`` switches to a cooldown that takes a single deployment out
+of rotation.
 """
 
 from __future__ import annotations
