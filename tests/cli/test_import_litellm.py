@@ -76,7 +76,7 @@ def test_every_key_is_translated_or_listed() -> None:
     }  # fmt: skip
     assert lane["breaker"] == {"failures": 3, "window": "60s", "cooldown": "30s"}
     assert lane["fallback_lanes"] == ["summarize-long"]
-    assert lane["cache"] == {"enabled": True, "ttl": "600s"}
+    assert lane["cache"] == {"ttl": "600s"}
     assert config["lanes"]["summarize-long"]["attempt_timeout"] == "45s"  # request_timeout
     assert config["lanes"]["embed"]["kind"] == "embed"
     assert config["lanes"]["embed"]["embed_cache"] is True
@@ -132,7 +132,6 @@ def test_a_large_config_keeps_groups_orders_weights_aliases_and_fallbacks() -> N
         "breaker": {"failures": 5, "window": "60s", "cooldown": "5s"},
         "sources": [{"deployment": "qwen"}],
         "fallback_lanes": ["gpt-4o-mini"],
-        "cache": {"enabled": False},
     }
     assert config["deployments"]["local-llama"]["base_url"] == "http://10.0.0.5:8000/v1"
     assert config["aliases"] == {"gpt-4": "gpt-4o", "claude": "claude-sonnet"}

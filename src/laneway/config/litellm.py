@@ -49,6 +49,8 @@ PROVIDERS: dict[str, tuple[str, str | None]] = {
     "fireworks_ai": ("openai", "https://api.fireworks.ai/inference/v1"),
 }
 """LiteLLM provider prefixes laneway speaks: its wire format and the default base URL."""
+UNSET_CACHE_TTL = 3600.0
+"""The ttl written for a LiteLLM cache that sets none (laneway's cache requires one)."""
 ANTHROPIC_MAX_TOKENS = 4096
 """LiteLLM's default ``max_tokens`` for Anthropic calls that give none."""
 
@@ -579,7 +581,8 @@ def _top_rest(data: Mapping[str, Any], out: Translation) -> None:
 
 
 def _cache(lite: Mapping[str, Any], lanes: Mapping[str, Any], out: Translation) -> None:
-    """LiteLLM's cache (off unless ``cache: true``) as laneway's, per lane."""
+    """LiteLLM's cache (off unless ``cache: true``) as laneway's (off unless a lane declares
+    one): every chat lane caches every request, as LiteLLM does, and embed lanes per item."""
     found = lite.get("cache_params")
     params: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     enabled = bool(lite.get("cache"))
@@ -591,20 +594,18 @@ def _cache(lite: Mapping[str, Any], lanes: Mapping[str, Any], out: Translation) 
         elif kind != "disk":
             out.gaps.append(f"litellm_settings.cache_params.type: {kind}: no laneway cache store")
             enabled = False
+    if not enabled:
+        return
     ttl = _number(params.get("ttl"))
     for name, lane in lanes.items():
         if lane["kind"] == "embed":
-            if enabled:
-                lane["embed_cache"] = True
+            lane["embed_cache"] = True
             continue
-        if not enabled:
+        lane["cache"] = {"ttl": f"{ttl or UNSET_CACHE_TTL:g}s"}
+        if ttl is None:
             out.notes[name].append(
-                "cache: LiteLLM caches nothing without litellm_settings.cache; laneway's default "
-                "caches temperature-0 answers, so this lane turns it off"
+                f"cache: LiteLLM keeps a cached answer with no ttl until its store evicts it; "
+                f"laneway needs one: {UNSET_CACHE_TTL:g}s is written, change it"
             )
-        cache: dict[str, Any] = {"enabled": enabled}
-        if enabled and ttl:
-            cache["ttl"] = f"{ttl:g}s"
-        lane["cache"] = cache
     for key in sorted(set(params) - {"type", "host", "port", "password", "url", "ttl"}):
         out.gaps.append(f"litellm_settings.cache_params.{key}: no laneway equivalent")

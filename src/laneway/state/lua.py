@@ -2,7 +2,8 @@
 
 They follow ``laneway.state.window.SlidingWindow`` and ``MemoryStore`` step
 for step. Per source (hash-tagged by scope: a lane, or the scope of every
-lane naming deployments, so one admission's keys share a cluster slot): ``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
+lane naming deployments, so one admission's keys share a cluster slot):
+``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
 of ticket -> tokens plus their sum under ``=sum``, ``log`` a list of
 ``"<time> <code>"`` outcomes (newest first), ``ok`` the last success time,
 ``probe`` the half-open lease ``"<ticket> <until>"``. Times are the callers'
