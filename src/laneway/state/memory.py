@@ -107,7 +107,7 @@ class MemoryStore:
         Redis outage starts from the quota this replica already spent, not
         from an empty window.
         """
-        state = self._state(lane, ask.source)
+        state = self._state(lane, ask.quota_source)
         state.window_seconds = ask.window
         if ask.ticket in state.window.entries:
             if tokens is not None:
