@@ -19,6 +19,8 @@ OPTIONAL = (
     "laneway.sim",  # --demo only
     "laneway.cli.demo",
     "laneway.client",  # the library facade
+    "opentelemetry",  # traces: the [otel] extra, when OTEL_* variables ask for them
+    "laneway.tracing.spans",
 )
 
 

@@ -48,6 +48,7 @@ from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
 from laneway.server.run import connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
+from laneway.tracing.setup import observer_from_env
 
 DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
@@ -278,6 +279,8 @@ def build_gateway(
     configuration's secrets from here on (access-log fields are redacted as
     they enter: request ids at the edge, upstream text at the transport).
     ``share`` is the folder where workers pool their metrics (``None``: one process).
+    Spans are exported when the ``laneway[otel]`` extra is installed and the
+    process's ``OTEL_*`` variables ask for traces (read by the SDK itself).
     """
     redactor = redactor_for(config, environ)
     redact_logs(redactor)
@@ -291,6 +294,9 @@ def build_gateway(
     if writer is not None:
         metrics.watch_queue(writer)
         observers.append(writer)
+    tracing = observer_from_env(os.environ)
+    if tracing is not None:
+        observers.append(tracing)
     cache = open_cache(config.cache.url, base_dir)
     engine = Engine(config, environ, AiohttpTransport(), observers=observers, cache=cache)
     if config.state.url is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,6 +15,7 @@ from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import ConfigError, RequestInvalid
+from laneway.core.records import CallObserver
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -46,11 +47,22 @@ class Laneway:
         self._prices: dict[str, Pricer] = {}
 
     @classmethod
-    def from_config(cls, path: str | Path, *, transport: Transport | None = None) -> Laneway:
-        """Load ``laneway.yaml`` (and the ``.env`` beside it); the cache lives beside it too."""
+    def from_config(
+        cls,
+        path: str | Path,
+        *,
+        transport: Transport | None = None,
+        observers: Sequence[CallObserver] = (),
+    ) -> Laneway:
+        """Load ``laneway.yaml`` (and the ``.env`` beside it); the cache lives beside it too.
+
+        ``observers`` receive every finished call (e.g. ``laneway.tracing.SpanObserver``).
+        """
         config, environ = load_config(path)
         cache = open_cache(config.cache.url, Path(path).parent)
-        return cls.from_settings(config, environ=environ, transport=transport, cache=cache)
+        return cls.from_settings(
+            config, environ=environ, transport=transport, cache=cache, observers=observers
+        )
 
     @classmethod
     def from_env(cls, variable: str = CONFIG_ENV, *, transport: Transport | None = None) -> Laneway:
@@ -69,13 +81,22 @@ class Laneway:
         transport: Transport | None = None,
         clock: Clock | None = None,
         cache: CacheStore | None = None,
+        observers: Sequence[CallObserver] = (),
     ) -> Laneway:
         """Build from an already-parsed config (environment defaults to the process's).
 
         ``cache`` defaults to what ``cache.url`` names; unset, an in-memory cache.
+        ``observers`` receive every finished call (e.g. ``laneway.tracing.SpanObserver``).
         """
         env = dict(os.environ) if environ is None else environ
-        engine = Engine(config, env, transport or AiohttpTransport(), clock=clock, cache=cache)
+        engine = Engine(
+            config,
+            env,
+            transport or AiohttpTransport(),
+            clock=clock,
+            cache=cache,
+            observers=observers,
+        )
         return cls(engine)
 
     async def chat(

@@ -1,0 +1,103 @@
+"""Spans from finished calls, exported to the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from laneway import Laneway
+from laneway.errors import UpstreamFailed
+from laneway.tracing import SpanObserver
+from tests.helpers import one_lane, unique_spec
+
+HELLO = [{"role": "user", "content": "hello"}]
+USAGE_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+RETRY_ONCE = {"retries": 1, "retry_on": [503], "backoff": {"base": "10ms"}}
+
+
+@pytest.fixture
+def exported() -> Iterator[tuple[InMemorySpanExporter, SpanObserver]]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter, SpanObserver(provider)
+    provider.shutdown()
+
+
+def split(spans: tuple[ReadableSpan, ...]) -> tuple[ReadableSpan, list[ReadableSpan]]:
+    """The one call span and its attempt children, in order."""
+    (call,) = [s for s in spans if s.parent is None]
+    children = sorted((s for s in spans if s.parent is not None), key=lambda s: s.start_time or 0)
+    assert call.context is not None
+    assert all(c.parent is not None and c.parent.span_id == call.context.span_id for c in children)
+    return call, children
+
+
+async def call_lane(sim, observer: SpanObserver, spec: str, **lane) -> None:
+    config = one_lane(sim, unique_spec(spec), **lane)
+    async with Laneway.from_settings(config, environ={}, observers=[observer]) as lw:
+        await lw.chat("lane", HELLO)
+
+
+async def test_a_retried_call_is_one_span_with_a_child_per_attempt(sim, exported) -> None:
+    exporter, observer = exported
+    await call_lane(sim, observer, "fail_first=1,status=503", **RETRY_ONCE)
+    call, (first, second) = split(exporter.get_finished_spans())
+    assert call.name == "chat lane" and call.status.status_code is StatusCode.UNSET
+    attributes = dict(call.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.request.model"] == "lane"
+    assert attributes["gen_ai.response.model"] == "sim-model"
+    assert attributes["gen_ai.provider.name"] == attributes["gen_ai.system"] == "openai"
+    assert attributes["laneway.lane"] == "lane"
+    assert str(attributes["laneway.source"]).startswith("openai:sim-model")
+    assert attributes["laneway.attempts"] == 2
+    assert attributes["http.response.status_code"] == 200
+    tokens = [attributes[k] for k in USAGE_KEYS]
+    assert all(isinstance(t, int) and t > 0 for t in tokens)
+    first_attrs, second_attrs = dict(first.attributes or {}), dict(second.attributes or {})
+    assert (first_attrs["laneway.attempt.outcome"], first_attrs["http.response.status_code"]) == (
+        "503",
+        503,
+    )
+    assert first.status.status_code is StatusCode.ERROR
+    assert first_attrs["error.type"] == "503"
+    assert second_attrs["laneway.attempt.outcome"] == "ok"
+    assert second_attrs["http.response.status_code"] == 200
+    assert second.status.status_code is StatusCode.UNSET
+    assert second_attrs["laneway.source"] == attributes["laneway.source"]
+    assert second_attrs["gen_ai.request.model"] == "sim-model"
+    assert [first_attrs["laneway.attempt"], second_attrs["laneway.attempt"]] == [1, 2]
+    times = [call.start_time, first.start_time, first.end_time, second.start_time]
+    assert all(t is not None for t in times) and sorted(times) == times  # type: ignore[type-var]
+    gap = (second.start_time or 0) - (first.end_time or 0)
+    assert gap >= 10_000_000  # the 10 ms backoff the first attempt waited
+    assert second.end_time is not None and call.end_time is not None
+    assert second.end_time <= call.end_time
+
+
+async def test_unknown_usage_leaves_token_attributes_unset(sim, exported) -> None:
+    exporter, observer = exported
+    await call_lane(sim, observer, "nousage")
+    call, (attempt,) = split(exporter.get_finished_spans())
+    for span in (call, attempt):
+        assert not set(USAGE_KEYS) & set(span.attributes or {})
+    assert "laneway.usage_source" not in (call.attributes or {})
+
+
+async def test_a_failed_call_has_error_status(sim, exported) -> None:
+    exporter, observer = exported
+    with pytest.raises(UpstreamFailed):
+        await call_lane(sim, observer, "status=503")
+    call, attempts = split(exporter.get_finished_spans())
+    assert call.status.status_code is StatusCode.ERROR
+    assert call.status.description == "upstream_error"
+    assert (call.attributes or {})["error.type"] == "upstream_error"
+    assert (call.attributes or {})["http.response.status_code"] == 503
+    assert attempts and all(a.status.status_code is StatusCode.ERROR for a in attempts)
+    assert not set(USAGE_KEYS) & set(call.attributes or {})
