@@ -18,7 +18,7 @@ from laneway.cli.serve import build_gateway
 from laneway.core.errors import ConfigError
 from laneway.sim import RunningSim
 from laneway.tracing import SpanObserver, observer_from_env, tracing_wanted
-from laneway.tracing.setup import exporter_name
+from laneway.tracing.setup import check_tracing, describe_tracing, exporter_name
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, config, post, serve_app, source
 
@@ -75,6 +75,32 @@ def test_the_traces_protocol_overrides_the_general_one() -> None:
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
     }
     assert exporter_name(environ) == "otlp"
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({}, None),
+        (ENDPOINT, "traces: OTLP/HTTP to http://127.0.0.1:4318/v1/traces"),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://u:secret@collector:4318/t?k=secret"},
+            "traces: OTLP/HTTP to https://collector:4318/t",
+        ),
+        ({"OTEL_TRACES_EXPORTER": "otlp"}, "traces: OTLP/HTTP to http://localhost:4318/v1/traces"),
+        (
+            {"OTEL_TRACES_EXPORTER": "console"},
+            "traces: printed to stdout (OTEL_TRACES_EXPORTER=console)",
+        ),
+    ],
+)
+def test_the_banner_says_where_traces_go(environ: dict[str, str], said: str | None) -> None:
+    assert describe_tracing(environ) == said
+
+
+def test_a_bad_setting_is_refused_before_serving_and_none_is_fine() -> None:
+    check_tracing({"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_SDK_DISABLED": "true"})
+    with pytest.raises(ConfigError, match="zipkin"):
+        check_tracing({"OTEL_TRACES_EXPORTER": "zipkin"})
 
 
 def test_the_decision_loads_nothing_of_opentelemetry() -> None:

@@ -48,7 +48,7 @@ from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
 from laneway.server.run import connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
-from laneway.tracing.setup import observer_from_env
+from laneway.tracing.setup import check_tracing, describe_tracing, observer_from_env
 
 DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
@@ -142,6 +142,7 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         return 1
     try:
         config, environ = load_config(path)
+        check_tracing(os.environ)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -361,6 +362,9 @@ def banner(
     scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
     lines.append(f"metrics: {url}/metrics ({scrape})")
     lines.append(describe_limits(connection_limits(config.server), workers))
+    tracing = describe_tracing(os.environ)
+    if tracing is not None:
+        lines.append(tracing)
     if demo is not None:
         from laneway.cli.demo import DEMO_FILE, demo_examples
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from laneway.core.errors import ConfigError
 from laneway.core.records import CallObserver
@@ -62,6 +63,36 @@ def protocol_of_traces(environ: Mapping[str, str]) -> None:
                     f"{name}={protocol!r}: laneway exports OTLP over HTTP (http/protobuf) only"
                 )
             return
+
+
+def check_tracing(environ: Mapping[str, str]) -> None:
+    """Raise ``ConfigError`` when the variables ask for traces laneway cannot export.
+
+    ``laneway serve`` calls it before starting workers, so a bad setting stops
+    the start with its name instead of failing inside every worker.
+    """
+    if tracing_wanted(environ):
+        exporter_name(environ)
+
+
+def describe_tracing(environ: Mapping[str, str]) -> str | None:
+    """Where traces go, for the start banner (``None`` when none are asked for).
+
+    The endpoint is shown without any user, password or query it carries.
+    """
+    if not tracing_wanted(environ):
+        return None
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        return f"traces: none ({NOT_INSTALLED})"
+    if exporter_name(environ) == "console":
+        return "traces: printed to stdout (OTEL_TRACES_EXPORTER=console)"
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if not endpoint:
+        base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+        endpoint = f"{base.rstrip('/')}/v1/traces"
+    parts = urlsplit(endpoint)
+    where = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+    return f"traces: OTLP/HTTP to {where}"
 
 
 def observer_from_env(environ: Mapping[str, str]) -> CallObserver | None:
