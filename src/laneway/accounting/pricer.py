@@ -24,6 +24,7 @@ from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of, tot
 from laneway.accounting.forked import can_fork, run_forked
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
 from laneway.core.records import CallRecord
+from laneway.core.types import Attempt, Usage
 
 if TYPE_CHECKING:
     from genai_prices import Usage as CatalogueUsage
@@ -135,17 +136,26 @@ class Pricer:
         """
         if record.cache == "hit":
             return CACHE_HIT
-        parts = [(a.source, a.usage) for a in record.attempts if a.usage is not None]
-        if parts:
-            return total_cost(
-                cost_of(usage, self.rate(record.lane, source, record.time), record.kind)
-                for source, usage in parts
-            )
-        if not record.usage.known:
-            return USAGE_UNKNOWN
-        return cost_of(
-            record.usage, self.rate(record.lane, record.source, record.time), record.kind
+        return self.answer_cost(
+            record.lane, record.kind, record.time, record.attempts, record.usage, record.source
         )
+
+    def answer_cost(
+        self,
+        lane: str,
+        kind: str,
+        when: float,
+        attempts: Sequence[Attempt],
+        usage: Usage,
+        source: str | None,
+    ) -> Cost:
+        """What an answer cost: its attempts' own usage when they carry it, else ``usage``."""
+        parts = [(a.source, a.usage) for a in attempts if a.usage is not None]
+        if parts:
+            return total_cost(cost_of(u, self.rate(lane, s, when), kind) for s, u in parts)
+        if not usage.known:
+            return USAGE_UNKNOWN
+        return cost_of(usage, self.rate(lane, source, when), kind)
 
 
 def own_price(source: SourceSpec) -> FixedPrice | None:

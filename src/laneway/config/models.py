@@ -467,13 +467,38 @@ class LaneConfig(Strict):
         return names
 
 
+class BudgetConfig(Strict):
+    """A key's spending caps in USD per UTC day and per UTC month (each optional)."""
+
+    daily: float | None = Field(default=None, gt=0)
+    monthly: float | None = Field(default=None, gt=0)
+
+
 class KeyConfig(Strict):
-    """A caller's bearer key and the lanes it may use (``*`` for all)."""
+    """A caller's bearer key, the lanes it may use (``*`` for all), and its limits.
+
+    ``rpm``, ``tpm`` and ``max_concurrency`` bound the key's calls across every
+    replica; ``budget`` caps its USD spend. A budgeted key is refused calls on
+    lanes that cannot be priced unless ``allow_unpriced`` says otherwise.
+    """
 
     name: str
     key: SecretField | None = None
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     lanes: list[str] = Field(default_factory=lambda: ["*"])
+    rpm: int | None = Field(default=None, gt=0)
+    tpm: int | None = Field(default=None, gt=0)
+    max_concurrency: int | None = Field(default=None, gt=0)
+    budget: BudgetConfig | None = None
+    allow_unpriced: bool = False
+
+    @property
+    def limited(self) -> bool:
+        """True when any limit or budget applies to this key."""
+        budgeted = self.budget is not None and (
+            self.budget.daily is not None or self.budget.monthly is not None
+        )
+        return budgeted or any(v is not None for v in (self.rpm, self.tpm, self.max_concurrency))
 
     @model_validator(mode="after")
     def _one_form(self) -> KeyConfig:

@@ -47,7 +47,13 @@ import orjson
 
 from laneway.core.errors import LanewayError, RequestInvalid, UnknownLane
 from laneway.core.records import CallMeta
-from laneway.core.types import EmbeddingResponse, LLMResponse, OCRResponse
+from laneway.core.types import (
+    ChatRequest,
+    EmbeddingResponse,
+    EmbedRequest,
+    LLMResponse,
+    OCRResponse,
+)
 from laneway.engine.gateway import Engine
 from laneway.engine.ocr_mistral import parse_ocr_request
 from laneway.engine.recording import CallClock
@@ -68,6 +74,7 @@ from laneway.server.dialect import OPENAI_CHAT, Dialect, InboundChat
 from laneway.server.errors import Refused, call_headers
 from laneway.server.health import lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing, model_body
+from laneway.server.limits import UNLIMITED, KeyLimits, LimitedCall, key_limits
 from laneway.server.parse import (
     cache_control,
     caller_deadline,
@@ -139,6 +146,7 @@ class Gateway:
         *,
         metrics: Metrics | None = None,
         telemetry: TelemetryWriter | None = None,
+        limits: KeyLimits | None = None,
     ) -> None:
         server = engine.config.server
         self.engine = engine
@@ -149,6 +157,7 @@ class Gateway:
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ, engine.config.aliases)
+        self.limits = limits if limits is not None else key_limits(engine.config, engine.clock)
         self.states = lane_states(engine.lanes)
         self.redactor = engine.redactor
         status, body = readiness_body(self.states, self.keys.problems, server.ready)
@@ -278,6 +287,8 @@ class Gateway:
                     await self._last_snapshot()
                 finally:
                     await self.engine.aclose()
+                    if self.limits is not None:
+                        await self.limits.ledger.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -326,16 +337,29 @@ class Gateway:
         meta = _meta(caller, ex)
         if call.stream:
             with self._counted():
-                await self._stream(ex, lane, call, deadline, meta)
+                async with self._limited(caller, lane, call.request) as limited:
+                    await self._stream(ex, lane, call, deadline, meta, limited)
             return
         with self._running(ex):
-            result = await self.engine.chat(
-                lane, call.request, deadline=deadline, meta=meta, cache=cache_control(ex.headers)
-            )
+            async with self._limited(caller, lane, call.request) as limited:
+                result = await self.engine.chat(
+                    lane,
+                    call.request,
+                    deadline=deadline,
+                    meta=meta,
+                    cache=cache_control(ex.headers),
+                )
+                limited.answered(result)
         await self._reply(ex, lane, result, call.body(result))
 
     async def _stream(
-        self, ex: Exchange, lane: str, call: InboundChat, deadline: float | None, meta: CallMeta
+        self,
+        ex: Exchange,
+        lane: str,
+        call: InboundChat,
+        deadline: float | None,
+        meta: CallMeta,
+        limited: LimitedCall,
     ) -> None:
         stream = self.engine.chat_stream(lane, call.request, deadline=deadline, meta=meta)
         try:
@@ -343,6 +367,7 @@ class Gateway:
                 closing = await forward_stream(stream, ex.send, call.encoder())
         finally:
             await stream.aclose()
+            limited.answered(stream)
         if self.metrics is not None:
             self.metrics.responded(200)
         await ex.send({"type": "http.response.body", "body": self.redactor.bytes(closing)})
@@ -353,9 +378,11 @@ class Gateway:
         check_embed_bounds(call, self.engine.lanes[lane].config)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
         with self._running(ex):
-            result = await self.engine.embed(
-                lane, call.request, deadline=deadline, meta=_meta(caller, ex)
-            )
+            async with self._limited(caller, lane, call.request) as limited:
+                result = await self.engine.embed(
+                    lane, call.request, deadline=deadline, meta=_meta(caller, ex)
+                )
+                limited.answered(result)
         await self._reply(ex, lane, result, embeddings_body(result, call.base64))
 
     async def _ocr(self, ex: Exchange) -> None:
@@ -364,14 +391,16 @@ class Gateway:
         call = parse_ocr_request(data)
         deadline = caller_deadline(ex.headers, self._margin, streaming=False)
         with self._running(ex):
-            result = await self.engine.ocr(
-                lane,
-                call.document,
-                mime_type=call.mime_type,
-                deadline=deadline,
-                meta=_meta(caller, ex),
-                cache=cache_control(ex.headers),
-            )
+            async with self._limited(caller, lane, None) as limited:
+                result = await self.engine.ocr(
+                    lane,
+                    call.document,
+                    mime_type=call.mime_type,
+                    deadline=deadline,
+                    meta=_meta(caller, ex),
+                    cache=cache_control(ex.headers),
+                )
+                limited.answered(result)
         await self._reply(ex, lane, result, ocr_body(result, len(call.document)))
 
     async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:
@@ -379,6 +408,14 @@ class Gateway:
         caller = self.keys.caller(ex.headers)
         data = await self._json(ex)
         return caller, data, self._lane(caller, data, ex)
+
+    def _limited(
+        self, caller: Caller, lane: str, request: ChatRequest | EmbedRequest | None
+    ) -> LimitedCall:
+        """The key's limits around one call (see ``server.limits``); free for unlimited keys."""
+        if self.limits is None:
+            return UNLIMITED
+        return self.limits.call(caller.name, lane, request)
 
     @contextlib.contextmanager
     def _counted(self) -> Iterator[None]:

@@ -180,3 +180,6 @@ end
 return 1
 """
 )
+
+WINDOW_FUNCTIONS = _COMMON
+"""The window helpers (expire, waits, add, drop) for other scripts, such as per-key limits'."""

@@ -1,0 +1,302 @@
+"""Per-key limits and budgets, checked before a call and settled after it.
+
+A key with ``rpm``, ``tpm``, ``max_concurrency`` or a ``budget`` reserves,
+before the engine is called, one request, an estimate of its tokens, a slot
+and an estimate of its cost (the dearest of the lane's priced sources at the
+estimated size). When a limit would be passed the caller gets a ``429``
+naming it, with ``Retry-After`` and ``X-RateLimit-*`` headers, and no
+upstream sees the request. The call then settles with its real tokens and
+cost; a cost that stays unknown keeps the estimate (never zero), and a call
+the engine ended without any upstream answer costs nothing.
+
+A budgeted key is refused (``403``, ``unpriced_lane``) on a lane with a source
+laneway cannot price, unless the key says ``allow_unpriced: true``: such a
+call could spend without the budget seeing it. ``unpriced_lanes`` lists the
+pairs for ``laneway check``. The figures live in the state store
+(``laneway.state.keys``): shared between replicas through Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from laneway.accounting.cost import cost_of
+from laneway.config.models import KeyConfig, LanewayConfig
+from laneway.core.errors import LanewayError
+from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
+from laneway.policy.quota import estimate_tokens, used_tokens
+from laneway.server.errors import Refused
+from laneway.state.keys import KeyAsk, KeyLedger, KeyRefusal, open_key_ledger
+
+if TYPE_CHECKING:
+    from laneway.accounting.pricer import Pricer
+    from laneway.core.clock import Clock
+
+_HEADER_NAMES = {
+    "rpm": "requests",
+    "tpm": "tokens",
+    "max_concurrency": "concurrency",
+    "daily_budget": "budget-daily",
+    "monthly_budget": "budget-monthly",
+}
+_WHAT = {
+    "rpm": "requests per minute",
+    "tpm": "tokens per minute",
+    "max_concurrency": "calls at once",
+    "daily_budget": "USD per UTC day",
+    "monthly_budget": "USD per UTC month",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A reserved call: what it asked for, and the lane it runs on."""
+
+    ask: KeyAsk
+    lane: str
+    kind: str
+
+
+class Answer(Protocol):
+    """What a finished call reports for settlement (a response, or a stream once ended)."""
+
+    @property
+    def attempts(self) -> Sequence[Attempt]: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def source(self) -> str | None: ...
+
+
+class LimitedCall:
+    """``async with``: reserve on entry, settle on exit with what ``answered`` was given."""
+
+    def __init__(
+        self,
+        limits: KeyLimits | None,
+        key: str,
+        lane: str,
+        request: ChatRequest | EmbedRequest | None,
+    ) -> None:
+        self._limits = limits
+        self._key = key
+        self._lane = lane
+        self._request = request
+        self._hold: Hold | None = None
+        self._answer: Answer | None = None
+
+    def answered(self, answer: Answer) -> None:
+        """The call's result (or its ended stream), for its real tokens and cost."""
+        self._answer = answer
+
+    async def __aenter__(self) -> LimitedCall:
+        if self._limits is not None:
+            self._hold = await self._limits.hold(self._key, self._lane, self._request)
+        return self
+
+    async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        if self._limits is not None and self._hold is not None:
+            await asyncio.shield(self._limits.settle(self._hold, self._answer, error))
+
+
+UNLIMITED = LimitedCall(None, "", "", None)
+"""The call context of a key without limits: enters and exits at no cost."""
+
+
+class KeyLimits:
+    """The limits of every configured key, over one ``KeyLedger``.
+
+    ``lanes`` maps each lane to its kind and source names; ``pricer`` prices
+    answers and estimates (``None`` when no key has a budget).
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[KeyConfig],
+        lanes: Mapping[str, tuple[str, Sequence[str]]],
+        ledger: KeyLedger,
+        clock: Clock,
+        pricer: Pricer | None,
+    ) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        self.pricer = pricer
+        self.lanes = lanes
+        self.keys = {key.name: key for key in keys if key.limited}
+        self.refusals: dict[tuple[str, str], int] = {}
+        """Refused calls by (key, limit), for ``/metrics``."""
+
+    def call(
+        self, key: str | None, lane: str, request: ChatRequest | EmbedRequest | None
+    ) -> LimitedCall:
+        """The context a call of ``key`` runs in (``UNLIMITED`` for a key without limits)."""
+        if key is None or key not in self.keys:
+            return UNLIMITED
+        return LimitedCall(self, key, lane, request)
+
+    async def hold(self, key: str, lane: str, request: ChatRequest | EmbedRequest | None) -> Hold:
+        """Reserve one call of ``key`` on ``lane``, or raise ``Refused`` naming the limit."""
+        config = self.keys[key]
+        kind, _ = self.lanes[lane]
+        if _budgeted(config) and not config.allow_unpriced:
+            unpriced = self.unpriced_sources(lane)
+            if unpriced:
+                self._count(key, "unpriced_lane")
+                raise Refused(403, "unpriced_lane", _unpriced_message(key, lane, unpriced))
+        tokens = 0 if request is None else estimate_tokens(request)
+        budget = config.budget
+        ask = KeyAsk(
+            key=key,
+            ticket=uuid.uuid4().hex,
+            tokens=tokens,
+            usd=self._estimate(lane, kind, request) if _budgeted(config) else 0.0,
+            rpm=config.rpm,
+            tpm=config.tpm,
+            max_concurrency=config.max_concurrency,
+            daily=None if budget is None else budget.daily,
+            monthly=None if budget is None else budget.monthly,
+        )
+        refusal = await self.ledger.reserve(ask)
+        if refusal is not None:
+            self._count(key, refusal.limit)
+            raise _refused(key, refusal)
+        return Hold(ask, lane, kind)
+
+    async def settle(self, hold: Hold, answer: Answer | None, error: BaseException | None) -> None:
+        """Put the call's real tokens and cost in place of its estimates, free its slot."""
+        if answer is None:
+            ended = isinstance(error, LanewayError)
+            # the engine ended it: an upstream that answered no body billed nothing
+            await self.ledger.settle(hold.ask, 0 if ended else None, 0.0 if ended else None)
+            return
+        usage = answer.usage
+        tokens = None if usage is None or not usage.known else used_tokens(usage)
+        await self.ledger.settle(hold.ask, tokens, self._cost(hold, answer))
+
+    def unpriced_sources(self, lane: str) -> list[str]:
+        """The sources of ``lane`` laneway has no price for."""
+        _, sources = self.lanes[lane]
+        if self.pricer is None:
+            return list(sources)
+        return [s for s in sources if self.pricer.entries.get((lane, s)) is None]
+
+    def _cost(self, hold: Hold, answer: Answer) -> float | None:
+        if getattr(answer, "cache", None) == "hit":
+            return 0.0
+        if self.pricer is None:
+            return None
+        cost = self.pricer.answer_cost(
+            hold.lane,
+            hold.kind,
+            self.clock.wall(),
+            answer.attempts,
+            answer.usage or Usage(),
+            answer.source,
+        )
+        return cost.usd
+
+    def _estimate(self, lane: str, kind: str, request: ChatRequest | EmbedRequest | None) -> float:
+        """The dearest priced source's cost at the request's estimated size."""
+        if self.pricer is None or request is None:
+            return 0.0
+        usage = _estimated_usage(request)
+        wall = self.clock.wall()
+        costs = (
+            cost_of(usage, self.pricer.rate(lane, source, wall), kind).usd
+            for source in self.lanes[lane][1]
+        )
+        return max((c for c in costs if c is not None), default=0.0)
+
+    def _count(self, key: str, limit: str) -> None:
+        labels = (key, limit)
+        self.refusals[labels] = self.refusals.get(labels, 0) + 1
+
+
+def unpriced_pairs(
+    keys: Iterable[KeyConfig], unpriced: Mapping[str, Sequence[str]]
+) -> list[tuple[str, str, list[str]]]:
+    """(key, lane, unpriced sources) for each budgeted key refused on a lane it may use."""
+    pairs = []
+    for key in keys:
+        if not _budgeted(key) or key.allow_unpriced:
+            continue
+        for lane, sources in unpriced.items():
+            if sources and ("*" in key.lanes or lane in key.lanes):
+                pairs.append((key.name, lane, list(sources)))
+    return pairs
+
+
+def _budgeted(key: KeyConfig) -> bool:
+    budget = key.budget
+    return budget is not None and (budget.daily is not None or budget.monthly is not None)
+
+
+def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
+    """Prompt tokens estimated from the text, completion tokens from ``max_tokens`` (else 0)."""
+    if isinstance(request, EmbedRequest):
+        return Usage(prompt_tokens=estimate_tokens(request), source="estimated")
+    limit = request.params.get("max_completion_tokens") or request.params.get("max_tokens")
+    completion = limit if isinstance(limit, int) else 0
+    prompt = max(estimate_tokens(request) - completion, 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, source="estimated")
+
+
+def _unpriced_message(key: str, lane: str, sources: Sequence[str]) -> str:
+    return (
+        f"key {key!r} has a budget, and lane {lane!r} has sources laneway cannot price "
+        f"({', '.join(sources)}); give them a price: block, or set allow_unpriced: true on the key"
+    )
+
+
+def _refused(key: str, refusal: KeyRefusal) -> Refused:
+    """The 429 for ``refusal``: OpenAI's shape, the limit named, and when to come back."""
+    seconds = max(refusal.seconds, 0.0)
+    what = _WHAT[refusal.limit]
+    cap = _figure(refusal.cap)
+    message = f"key {key!r} reached its {refusal.limit} limit ({cap} {what})"
+    if refusal.spent is not None:
+        message += f"; ${refusal.spent:.6f} spent or reserved in this period"
+    message += f"; retry in {seconds:.1f} s"
+    name = _HEADER_NAMES[refusal.limit]
+    headers = [
+        (b"retry-after", str(max(math.ceil(seconds), 1)).encode()),
+        (f"x-ratelimit-limit-{name}".encode(), cap.encode()),
+        (f"x-ratelimit-remaining-{name}".encode(), b"0"),
+        (f"x-ratelimit-reset-{name}".encode(), f"{seconds:.3f}s".encode()),
+    ]
+    return Refused(429, f"key_{refusal.limit}_exceeded", message, headers)
+
+
+def _figure(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def key_limits(
+    config: LanewayConfig,
+    clock: Clock,
+    *,
+    pricer: Pricer | None = None,
+    ledger: KeyLedger | None = None,
+) -> KeyLimits | None:
+    """The limits of the config's keys; ``None`` when no key has any.
+
+    The figures go to ``ledger``, by default the state store of ``state.url``.
+    Prices are resolved here (``Pricer.for_lanes``) when a key has a budget
+    and no ``pricer`` was given.
+    """
+    limited = [key for key in config.server.keys if key.limited]
+    if not limited:
+        return None
+    if pricer is None and any(_budgeted(key) for key in limited):
+        from laneway.accounting.pricer import Pricer
+
+        pricer = Pricer.for_lanes(config.lanes)
+    if ledger is None:
+        ledger = open_key_ledger(config.state.url, clock)
+    lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
+    return KeyLimits(limited, lanes, ledger, clock, pricer)

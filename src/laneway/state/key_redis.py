@@ -1,0 +1,263 @@
+"""Per-key limits shared through Redis: one script call to reserve, one to settle.
+
+Per key (hash-tagged by its name, so a key's figures share a cluster slot):
+``q`` and ``t`` the request/token window (``laneway.state.lua``'s layout),
+``run`` a sorted set of running tickets scored by their lease's end,
+``held`` a hash of ticket -> ``"<usd> <day key> <month key>"``, and one
+float of USD per budget period, ``spend:<day>`` and ``spend:<month>``,
+expiring on their own after the period. The scripts follow
+``MemoryKeyLedger`` step for step. ``FallbackKeyLedger`` serves from process
+memory while Redis is unreachable, as ``FallbackStore`` does for sources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from laneway.core.clock import Clock
+from laneway.state import lua
+from laneway.state.keys import (
+    CONCURRENCY_WAIT,
+    SLOT_LEASE,
+    KeyAsk,
+    KeyRefusal,
+    MemoryKeyLedger,
+    period_resets,
+    periods,
+)
+
+logger = logging.getLogger("laneway.state")
+
+T = TypeVar("T")
+DAY_TTL_MS = 2 * 86_400_000
+MONTH_TTL_MS = 32 * 86_400_000
+SHARED_ERRORS = (RedisError, OSError, TimeoutError)
+
+RESERVE = (
+    lua.WINDOW_FUNCTIONS
+    + """
+-- KEYS: q, t, run, held, day spend, month spend.
+-- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd,
+--       daily cap, monthly cap, day ttl, month ttl (caps and limits: 0 = none).
+local now, ticket, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local rpm, tpm, window = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local most, lease, usd = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local daily, monthly = tonumber(ARGV[10]), tonumber(ARGV[11])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', num(now))
+if most > 0 and redis.call('ZCARD', KEYS[3]) >= most then return {'max_concurrency', '0'} end
+if rpm > 0 or tpm > 0 then
+  expire(KEYS[1], KEYS[2], window, now)
+  if tpm > 0 then tokens = math.min(tokens, tpm) end
+  local by_rpm = rpm_wait(KEYS[1], rpm, window, now)
+  if by_rpm > 0 then return {'rpm', num(by_rpm)} end
+  local by_tpm = tpm_wait(KEYS[1], KEYS[2], tokens, tpm, window, now)
+  if by_tpm > 0 then return {'tpm', num(by_tpm)} end
+end
+local day = tonumber(redis.call('GET', KEYS[5]) or '0')
+local month = tonumber(redis.call('GET', KEYS[6]) or '0')
+if daily > 0 and day + usd > daily then return {'daily_budget', num(day)} end
+if monthly > 0 and month + usd > monthly then return {'monthly_budget', num(month)} end
+if rpm > 0 or tpm > 0 then add(KEYS[1], KEYS[2], ticket, now, tokens, window) end
+redis.call('ZADD', KEYS[3], num(now + lease), ticket)
+redis.call('PEXPIRE', KEYS[3], math.ceil(lease * 1000))
+redis.call('HSET', KEYS[4], ticket, num(usd) .. ' ' .. KEYS[5] .. ' ' .. KEYS[6])
+redis.call('PEXPIRE', KEYS[4], math.ceil(lease * 1000))
+redis.call('INCRBYFLOAT', KEYS[5], num(usd))
+redis.call('PEXPIRE', KEYS[5], ARGV[12])
+redis.call('INCRBYFLOAT', KEYS[6], num(usd))
+redis.call('PEXPIRE', KEYS[6], ARGV[13])
+return {'', '0'}
+"""
+)
+
+SETTLE = """
+-- KEYS: t, run, held. ARGV: ticket, tokens (-1 keeps), usd ('' keeps).
+local ticket, tokens = ARGV[1], tonumber(ARGV[2])
+if tokens >= 0 then
+  local old = redis.call('HGET', KEYS[1], ticket)
+  if old then
+    redis.call('HSET', KEYS[1], ticket, tokens)
+    redis.call('HINCRBY', KEYS[1], '=sum', tokens - tonumber(old))
+  end
+end
+redis.call('ZREM', KEYS[2], ticket)
+local held = redis.call('HGET', KEYS[3], ticket)
+if held then
+  redis.call('HDEL', KEYS[3], ticket)
+  if ARGV[3] ~= '' then
+    local reserved, day, month = string.match(held, '^(%S+) (%S+) (%S+)$')
+    local change = string.format('%.9f', tonumber(ARGV[3]) - tonumber(reserved))
+    if redis.call('EXISTS', day) == 1 then redis.call('INCRBYFLOAT', day, change) end
+    if redis.call('EXISTS', month) == 1 then redis.call('INCRBYFLOAT', month, change) end
+  end
+end
+return 1
+"""
+
+
+class RedisKeyLedger:
+    """Every key's windows, slots and spend in Redis, under ``prefix``."""
+
+    def __init__(self, client: Redis, clock: Clock, *, prefix: str = "laneway") -> None:
+        self.client = client
+        self.clock = clock
+        self.prefix = prefix
+        self._reserve = client.register_script(RESERVE)
+        self._settle = client.register_script(SETTLE)
+
+    @classmethod
+    def from_url(
+        cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
+    ) -> RedisKeyLedger:
+        """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
+        client = Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
+        return cls(client, clock, prefix=prefix)
+
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+        """See ``KeyLedger.reserve``."""
+        wall = self.clock.wall()
+        day, month = periods(wall)
+        keys = [*self._keys(ask.key, "q", "t", "run", "held"), *self._spend(ask.key, day, month)]
+        args: list[Any] = [
+            repr(wall),
+            ask.ticket,
+            ask.tokens,
+            ask.rpm or 0,
+            ask.tpm or 0,
+            repr(ask.window),
+            ask.max_concurrency or 0,
+            repr(SLOT_LEASE),
+            repr(ask.usd),
+            repr(ask.daily or 0.0),
+            repr(ask.monthly or 0.0),
+            DAY_TTL_MS,
+            MONTH_TTL_MS,
+        ]
+        limit, figure = await self._reserve(keys=keys, args=args)
+        return _refusal(ask, limit, float(figure), wall)
+
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+        """See ``KeyLedger.settle``."""
+        args: list[str | int] = [
+            ask.ticket,
+            -1 if tokens is None else tokens,
+            "" if usd is None else repr(usd),
+        ]
+        await self._settle(keys=self._keys(ask.key, "t", "run", "held"), args=args)
+
+    async def spent(self, key: str, period: str) -> float:
+        """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
+        value = await self.client.get(self._keys(key, f"spend:{period}")[0])
+        return float(value or 0.0)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.aclose()
+
+    def _keys(self, key: str, *kinds: str) -> list[str]:
+        return [f"{self.prefix}:key:{{{key}}}:{kind}" for kind in kinds]
+
+    def _spend(self, key: str, day: str, month: str) -> list[str]:
+        return self._keys(key, f"spend:{day}", f"spend:{month}")
+
+
+def _refusal(ask: KeyAsk, limit: str, figure: float, wall: float) -> KeyRefusal | None:
+    """The script's answer as a ``KeyRefusal``: waits for windows, spend for budgets."""
+    if not limit:
+        return None
+    if limit == "max_concurrency":
+        assert ask.max_concurrency is not None
+        return KeyRefusal(limit, ask.max_concurrency, CONCURRENCY_WAIT)
+    if limit in ("rpm", "tpm"):
+        cap = ask.rpm if limit == "rpm" else ask.tpm
+        assert cap is not None
+        return KeyRefusal(limit, cap, figure)
+    to_midnight, to_month = period_resets(wall)
+    if limit == "daily_budget":
+        assert ask.daily is not None
+        return KeyRefusal(limit, ask.daily, to_midnight, figure)
+    assert ask.monthly is not None
+    return KeyRefusal(limit, ask.monthly, to_month, figure)
+
+
+class FallbackKeyLedger:
+    """Redis while it answers, this process's memory while it does not.
+
+    Each operation gets ``timeout`` seconds; after a failure Redis is tried
+    again at most every ``retry_every`` seconds. A call is settled where it
+    was reserved. Spend counted locally during an outage stays local: the
+    shared budget sees it only through the calls' telemetry.
+    """
+
+    def __init__(
+        self,
+        shared: RedisKeyLedger,
+        clock: Clock,
+        *,
+        timeout: float = 0.5,
+        retry_every: float = 1.0,
+    ) -> None:
+        self.shared = shared
+        self.local = MemoryKeyLedger(clock)
+        self.clock = clock
+        self.timeout = timeout
+        self.retry_every = retry_every
+        self._down_since: float | None = None
+        self._local_tickets: set[str] = set()
+
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+        """See ``KeyLedger.reserve``."""
+        answer = await self._try(lambda: self.shared.reserve(ask))
+        if answer is not None:
+            return answer[0]
+        refusal = await self.local.reserve(ask)
+        if refusal is None:
+            self._local_tickets.add(ask.ticket)
+        return refusal
+
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+        """See ``KeyLedger.settle``."""
+        if ask.ticket in self._local_tickets:
+            self._local_tickets.discard(ask.ticket)
+            await self.local.settle(ask, tokens, usd)
+            return
+        await self._try(lambda: self.shared.settle(ask, tokens, usd))
+
+    async def aclose(self) -> None:
+        """Close the shared ledger's connections."""
+        await self.shared.aclose()
+
+    async def _try(self, operation: Callable[[], Awaitable[T]]) -> tuple[T] | None:
+        """``(answer,)`` from Redis, or ``None`` to use local figures."""
+        now = self.clock.now()
+        if self._down_since is not None and now < self._down_since + self.retry_every:
+            return None
+        try:
+            async with asyncio.timeout(self.timeout):
+                answer = await operation()
+        except SHARED_ERRORS as error:
+            if self._down_since is None:
+                logger.warning(
+                    "key limits: shared state unreachable (%s); counting in this process",
+                    type(error).__name__,
+                )
+            self._down_since = now
+            return None
+        if self._down_since is not None:
+            self._down_since = None
+            logger.warning("key limits: shared state is back")
+        return (answer,)

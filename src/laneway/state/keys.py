@@ -1,0 +1,184 @@
+"""Per-key limits kept for the server: request and token windows, calls running, spend.
+
+A key's call reserves, before it is made, one request, an estimate of its
+tokens, a concurrency slot and an estimate of its cost; it is refused
+instead when any of the key's limits would be passed. Settling the call
+puts its real tokens and cost in place of the estimates (``None`` keeps the
+estimate: an unknown cost is never counted as zero) and frees its slot.
+
+Spend is counted per UTC day and per UTC month, the periods budgets name.
+Times are wall-clock seconds: replicas share that timeline, and budget
+periods are calendar periods. ``MemoryKeyLedger`` keeps one process's
+figures; ``laneway.state.key_redis`` shares them through Redis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from laneway.core.clock import Clock
+from laneway.state.window import SlidingWindow
+
+SLOT_LEASE = 900.0
+"""Seconds a concurrency slot is held when its call is never settled (a replica died)."""
+
+CONCURRENCY_WAIT = 1.0
+"""The ``Retry-After`` of a refusal for ``max_concurrency``: slots free when calls end."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAsk:
+    """One call's reservation against a key's limits (``None``: no such limit)."""
+
+    key: str
+    ticket: str
+    tokens: int = 0
+    usd: float = 0.0
+    rpm: int | None = None
+    tpm: int | None = None
+    window: float = 60.0
+    max_concurrency: int | None = None
+    daily: float | None = None
+    monthly: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRefusal:
+    """The limit that refused a call, its value, and the seconds until it may fit."""
+
+    limit: str
+    """``max_concurrency``, ``rpm``, ``tpm``, ``daily_budget`` or ``monthly_budget``."""
+    cap: float
+    seconds: float
+    spent: float | None = None
+    """USD counted in the budget's period (reservations included), for budget refusals."""
+
+
+class KeyLedger(Protocol):
+    """Keeps every key's windows, slots and spend; each method is atomic."""
+
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+        """Take ``ask`` whole, or nothing and say which limit refused it."""
+        ...
+
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+        """End a reserved call: its real tokens and cost (``None`` keeps the estimate)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+def periods(wall: float) -> tuple[str, str]:
+    """The UTC day (``2026-12-01``) and month (``2026-12``) a wall time falls in."""
+    day = datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%d")
+    return day, day[:7]
+
+
+def period_resets(wall: float) -> tuple[float, float]:
+    """Seconds from ``wall`` to the next UTC midnight and to the next month's first day."""
+    now = datetime.fromtimestamp(wall, UTC)
+    midnight = datetime(now.year, now.month, now.day, tzinfo=UTC).timestamp() + 86_400
+    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+    next_month = datetime(year, month, 1, tzinfo=UTC).timestamp()
+    return midnight - wall, next_month - wall
+
+
+def budget_refusal(
+    ask: KeyAsk, spent_day: float, spent_month: float, wall: float
+) -> KeyRefusal | None:
+    """The budget ``ask`` would pass, if any: spend so far plus its estimate above a cap."""
+    to_midnight, to_month = period_resets(wall)
+    if ask.daily is not None and spent_day + ask.usd > ask.daily:
+        return KeyRefusal("daily_budget", ask.daily, to_midnight, spent_day)
+    if ask.monthly is not None and spent_month + ask.usd > ask.monthly:
+        return KeyRefusal("monthly_budget", ask.monthly, to_month, spent_month)
+    return None
+
+
+@dataclass(slots=True)
+class _KeyState:
+    window: SlidingWindow = field(default_factory=SlidingWindow)
+    running: dict[str, float] = field(default_factory=dict)
+    spent: dict[str, float] = field(default_factory=dict)
+    held: dict[str, tuple[float, str, str]] = field(default_factory=dict)
+
+
+class MemoryKeyLedger:
+    """Every key's figures in this process (no ``state.url``, or Redis unreachable)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._keys: dict[str, _KeyState] = {}
+
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+        """See ``KeyLedger.reserve``."""
+        wall = self.clock.wall()
+        state = self._keys.setdefault(ask.key, _KeyState())
+        day, month = periods(wall)
+        state.spent = {p: v for p, v in state.spent.items() if p in (day, month)}
+        state.running = {t: until for t, until in state.running.items() if until > wall}
+        if ask.max_concurrency is not None and len(state.running) >= ask.max_concurrency:
+            return KeyRefusal("max_concurrency", ask.max_concurrency, CONCURRENCY_WAIT)
+        refusal = self._window_refusal(state, ask, wall)
+        if refusal is None:
+            refusal = budget_refusal(
+                ask, state.spent.get(day, 0.0), state.spent.get(month, 0.0), wall
+            )
+            if refusal is not None:
+                state.window.release(ask.ticket)
+        if refusal is not None:
+            return refusal
+        state.running[ask.ticket] = wall + SLOT_LEASE
+        state.held[ask.ticket] = (ask.usd, day, month)
+        for period in (day, month):
+            state.spent[period] = state.spent.get(period, 0.0) + ask.usd
+        return None
+
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+        """See ``KeyLedger.settle``."""
+        state = self._keys.get(ask.key)
+        if state is None:
+            return
+        if tokens is not None:
+            state.window.settle(ask.ticket, tokens)
+        state.running.pop(ask.ticket, None)
+        held = state.held.pop(ask.ticket, None)
+        if held is not None and usd is not None:
+            reserved, day, month = held
+            for period in (day, month):
+                if period in state.spent:
+                    state.spent[period] += usd - reserved
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    def spent(self, key: str, period: str) -> float:
+        """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
+        state = self._keys.get(key)
+        return 0.0 if state is None else state.spent.get(period, 0.0)
+
+    def _window_refusal(self, state: _KeyState, ask: KeyAsk, wall: float) -> KeyRefusal | None:
+        if ask.rpm is None and ask.tpm is None:
+            return None
+        wait = state.window.reserve(
+            ask.ticket, ask.tokens, rpm=ask.rpm, tpm=ask.tpm, window=ask.window, now=wall
+        )
+        if wait <= 0:
+            return None
+        if ask.rpm is not None and len(state.window.entries) >= ask.rpm:
+            return KeyRefusal("rpm", ask.rpm, wait)
+        assert ask.tpm is not None
+        return KeyRefusal("tpm", ask.tpm, wait)
+
+
+def open_key_ledger(url: str | None, clock: Clock, *, prefix: str = "laneway") -> KeyLedger:
+    """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one."""
+    if url is None:
+        return MemoryKeyLedger(clock)
+    from laneway.state.key_redis import FallbackKeyLedger, RedisKeyLedger
+
+    return FallbackKeyLedger(RedisKeyLedger.from_url(url, clock, prefix=prefix), clock)

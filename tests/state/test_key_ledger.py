@@ -1,0 +1,97 @@
+"""One contract for the per-key ledgers: in memory and on Redis, in virtual time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from laneway.core.clock import FakeClock
+from laneway.state.key_redis import RedisKeyLedger
+from laneway.state.keys import SLOT_LEASE, KeyAsk, KeyLedger, MemoryKeyLedger, period_resets
+
+MAY_31_2026_23H = datetime(2026, 5, 31, 23, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def ledger(request) -> tuple[KeyLedger, FakeClock]:
+    clock = FakeClock(wall_start=MAY_31_2026_23H)
+    if request.param == "memory":
+        return MemoryKeyLedger(clock), clock
+    client = request.getfixturevalue("redis_client")
+    prefix = request.getfixturevalue("redis_prefix")
+    return RedisKeyLedger(client, clock, prefix=prefix), clock
+
+
+def ask(ticket: str, **limits) -> KeyAsk:
+    return KeyAsk("team", ticket, **limits)
+
+
+async def test_rpm_refuses_with_the_wait_then_frees(ledger) -> None:
+    store, clock = ledger
+    for n in range(2):
+        assert await store.reserve(ask(f"t{n}", rpm=2)) is None
+        clock.advance(10.0)
+    refusal = await store.reserve(ask("t9", rpm=2))
+    assert refusal is not None and refusal.limit == "rpm" and refusal.cap == 2
+    assert refusal.seconds == pytest.approx(40.0)
+    clock.advance(40.0)
+    assert await store.reserve(ask("t9", rpm=2)) is None
+
+
+async def test_tpm_settles_at_real_tokens(ledger) -> None:
+    store, _ = ledger
+    first = ask("t1", tokens=80, tpm=100)
+    assert await store.reserve(first) is None
+    refusal = await store.reserve(ask("t2", tokens=50, tpm=100))
+    assert refusal is not None and refusal.limit == "tpm"
+    await store.settle(first, 10, None)
+    assert await store.reserve(ask("t2", tokens=50, tpm=100)) is None
+
+
+async def test_concurrency_slot_freed_by_settle_or_by_its_lease(ledger) -> None:
+    store, clock = ledger
+    first = ask("t1", max_concurrency=1)
+    assert await store.reserve(first) is None
+    refusal = await store.reserve(ask("t2", max_concurrency=1))
+    assert refusal is not None and refusal.limit == "max_concurrency"
+    await store.settle(first, None, None)
+    assert await store.reserve(ask("t2", max_concurrency=1)) is None
+    clock.advance(SLOT_LEASE + 1)
+    assert await store.reserve(ask("t3", max_concurrency=1)) is None
+
+
+async def test_budget_counts_reservations_and_settles_real_cost(ledger) -> None:
+    store, _ = ledger
+    first = ask("t1", usd=0.6, daily=1.0)
+    assert await store.reserve(first) is None
+    refusal = await store.reserve(ask("t2", usd=0.6, daily=1.0))
+    assert refusal is not None and refusal.limit == "daily_budget"
+    assert refusal.spent == pytest.approx(0.6)
+    assert refusal.seconds == pytest.approx(3600.0)
+    await store.settle(first, None, 0.25)
+    assert await store.reserve(ask("t2", usd=0.6, daily=1.0)) is None
+
+
+async def test_unknown_cost_keeps_the_estimate(ledger) -> None:
+    store, _ = ledger
+    first = ask("t1", usd=0.6, monthly=1.0)
+    assert await store.reserve(first) is None
+    await store.settle(first, None, None)
+    refusal = await store.reserve(ask("t2", usd=0.6, monthly=1.0))
+    assert refusal is not None and refusal.limit == "monthly_budget"
+
+
+async def test_a_new_day_starts_a_new_daily_budget_but_not_a_new_month(ledger) -> None:
+    store, clock = ledger
+    assert await store.reserve(ask("t1", usd=0.9, daily=1.0, monthly=1.5)) is None
+    clock.advance(3600.0 + 1)  # June 1st: a new day and a new month
+    assert await store.reserve(ask("t2", usd=0.9, daily=1.0, monthly=1.5)) is None
+    clock.advance(86_400.0)
+    refusal = await store.reserve(ask("t3", usd=0.9, daily=1.0, monthly=1.5))
+    assert refusal is not None and refusal.limit == "monthly_budget"
+
+
+def test_period_resets_at_month_end() -> None:
+    assert period_resets(MAY_31_2026_23H) == (3600.0, 3600.0)
+    assert period_resets(datetime(2026, 12, 31, 12, tzinfo=UTC).timestamp()) == (43_200.0, 43_200.0)
