@@ -169,14 +169,17 @@ class KeyLimits:
 
     async def settle(self, hold: Hold, answer: Answer | None, error: BaseException | None) -> None:
         """Put the call's real tokens and cost in place of its estimates, free its slot."""
-        if answer is None:
-            ended = isinstance(error, LanewayError)
-            # the engine ended it: an upstream that answered no body billed nothing
-            await self.ledger.settle(hold.ask, 0 if ended else None, 0.0 if ended else None)
-            return
-        usage = answer.usage
-        tokens = None if usage is None or not usage.known else used_tokens(usage)
-        await self.ledger.settle(hold.ask, tokens, self._cost(hold, answer))
+        ended = isinstance(error, LanewayError)
+        usage = None if answer is None else answer.usage
+        tokens: int | None = None
+        usd: float | None = None
+        if answer is None or (ended and (usage is None or not usage.known)):
+            if ended:  # the engine ended it with no usage: no upstream answer was billed
+                tokens, usd = 0, 0.0
+        else:
+            tokens = used_tokens(usage) if usage is not None and usage.known else None
+            usd = self._cost(hold, answer)
+        await self.ledger.settle(hold.ask, tokens, usd)
 
     def unpriced_sources(self, lane: str) -> list[str]:
         """The sources of ``lane`` laneway has no price for."""
