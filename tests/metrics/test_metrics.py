@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from laneway.core.records import CallRecord
+from laneway.core.records import CallMeta, CallRecord
 from laneway.core.types import Attempt, Usage
 from laneway.metrics import Metrics, render_metrics
 
@@ -94,3 +94,26 @@ def test_telemetry_queue_is_read_at_scrape_time() -> None:
     assert value(found, "laneway_telemetry_dropped_total") == 2
     assert value(found, "laneway_telemetry_failed_total") == 3
     assert value(found, "laneway_telemetry_spooled") == 7
+
+
+def test_per_key_requests_tokens_cost_and_refusals() -> None:
+    m = Metrics(price)
+    refusals = {("team-a", "rpm"): 2, ("team-b", "daily_budget"): 1}
+    m.watch_key_refusals(refusals)
+    for _ in range(2):
+        m.observe(record(KNOWN, meta=CallMeta(caller="team-a")))
+    m.observe(record(Usage(), outcome="error", error="upstream_error", meta=CallMeta("r", "b")))
+    m.observe(record(KNOWN))
+    found = samples(m)
+    assert value(found, "laneway_key_requests_total", key="team-a", outcome="ok") == 2
+    assert value(found, "laneway_key_requests_total", key="b", outcome="error") == 1
+    assert value(found, "laneway_key_tokens_total", key="team-a", kind="prompt") == 200
+    assert value(found, "laneway_key_tokens_total", key="team-a", kind="completion") == 80
+    assert value(found, "laneway_key_tokens_total", key="b", kind="prompt") is None
+    assert value(found, "laneway_key_cost_usd_total", key="team-a") == 0.5
+    assert value(found, "laneway_key_cost_usd_total", key="b") is None
+    assert value(found, "laneway_key_refusals_total", key="team-a", limit="rpm") == 2
+    refusals["team-a", "rpm"] = 3
+    found = samples(m)
+    assert value(found, "laneway_key_refusals_total", key="team-a", limit="rpm") == 3
+    assert value(found, "laneway_key_refusals_total", key="team-b", limit="daily_budget") == 1

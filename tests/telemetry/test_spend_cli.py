@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,54 @@ def test_spend_with_telemetry_off(sim, tmp_path: Path, capsys) -> None:
     path = write_config(sim, tmp_path, "none")
     assert main(["spend", "--config", str(path)]) == 1
     assert "telemetry is off" in capsys.readouterr().err
+
+
+def test_spend_json_by_key_since_days(sim, tmp_path: Path, capsys) -> None:
+    path = write_config(sim, tmp_path, None)
+    asyncio.run(record_calls(path))
+    assert main(["spend", "--config", str(path), "--by", "key", "--since", "1d", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["key"] == "team-a" and row["calls"] == 3 and row["unpriced"] == 1
+    assert row["cost_usd"] > 0 and row["usage_unknown"] == 1
+    assert main(["spend", "--config", str(path), "--since", "12h", "--json"]) == 0
+    lanes = {r["lane"]: r for r in json.loads(capsys.readouterr().out)}
+    assert lanes["free"]["cost_usd"] is None and lanes["blind"]["prompt_tokens"] is None
+
+
+def test_keys_lists_lanes_limits_and_spend_today(sim, tmp_path: Path, capsys) -> None:
+    path = write_config(sim, tmp_path, None)
+    body = yaml.safe_load(path.read_text())
+    body["server"]["keys"].append(
+        {
+            "name": "capped",
+            "key": "os.environ/CAPPED_KEY",
+            "lanes": ["paid"],
+            "rpm": 60,
+            "max_concurrency": 4,
+            "budget": {"daily": 20, "monthly": 300},
+        }
+    )
+    path.write_text(yaml.safe_dump(body))
+    asyncio.run(record_calls(path))
+    assert main(["keys", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert "sk-test" not in out
+    assert "(3 calls)" in lines["team-a"] and ">=$" in lines["team-a"]
+    capped = lines["capped"]
+    assert "$CAPPED_KEY" in capped and "paid" in capped and "$0 (no calls)" in capped
+    assert "rpm 60, max_concurrency 4, $20/day, $300/month" in capped
+
+
+def test_check_names_unpriced_lanes_of_budgeted_keys(sim, tmp_path: Path, capsys) -> None:
+    path = write_config(sim, tmp_path, None)
+    body = yaml.safe_load(path.read_text())
+    body["server"]["keys"] += [
+        {"name": "budgeted", "key": "k1", "budget": {"daily": 5}},
+        {"name": "lenient", "key": "k2", "budget": {"daily": 5}, "allow_unpriced": True},
+    ]
+    path.write_text(yaml.safe_dump(body))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: server.keys: key budgeted has a budget but lane free has unpriced" in out
+    assert "lenient" not in out and "lane paid" not in out

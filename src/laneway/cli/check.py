@@ -14,6 +14,7 @@ from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, failing_walk
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
+from laneway.server.limits import unpriced_pairs
 
 SET_ASIDE_LABELS = ("timeout", "connect")
 """The ``retry_on`` classes after which a source is set aside for the call."""
@@ -323,12 +324,13 @@ def alias_lines(config: LanewayConfig) -> list[str]:
     ]
 
 
-def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str]]:
-    """One line per source saying which price applies, and errors for ``require_price``.
+def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str], list[str]]:
+    """One line per source saying which price applies, errors, and warnings.
 
     A source without a price is listed whatever its lane says: its calls will
     show their cost as unknown, never as $0. A lane with ``require_price``
-    turns that into an error.
+    turns that into an error. A budgeted key will be refused on a lane with
+    an unpriced source (unless ``allow_unpriced``): each such pair is a warning.
     """
     pricer = Pricer.for_lanes(config.lanes)
     lines: list[str] = []
@@ -341,7 +343,21 @@ def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str
         lines.append(f"price {lane}/{source}: UNPRICED, cost will read n/a (set price: on it)")
         if config.lanes[lane].require_price:
             errors.append(f"{lane}: require_price is set but source {source} has no price")
-    return lines, errors
+    return lines, errors, budget_warnings(config, pricer)
+
+
+def budget_warnings(config: LanewayConfig, pricer: Pricer) -> list[str]:
+    """Which lanes are unpriced for which budgeted keys (their calls there are refused)."""
+    unpriced: dict[str, list[str]] = {name: [] for name in config.lanes}
+    for (lane, source), entry in pricer.entries.items():
+        if entry is None:
+            unpriced[lane].append(source)
+    return [
+        f"server.keys: key {key} has a budget but lane {lane} has unpriced sources "
+        f"({', '.join(sources)}): its calls there are refused (set price: on them, "
+        "or allow_unpriced: true on the key)"
+        for key, lane, sources in unpriced_pairs(config.server.keys, unpriced)
+    ]
 
 
 def _describe_rate(rate: Rate) -> str:

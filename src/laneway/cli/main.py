@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.cli.spend import main as spend_main
 
         return spend_main(args[1:])
+    if args[:1] == ["keys"]:
+        from laneway.cli.keys import main as keys_main
+
+        return keys_main(args[1:])
     if args[:1] == ["probe"]:
         from laneway.cli.probe import main as probe_main
 
@@ -89,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
+    sub.add_parser("keys", help="the configured keys: lanes, limits, spend today (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
     sub.add_parser("batch", help="embed a corpus or run a prompt set on a lane (--help)")
     sub.add_parser("import", help="translate a LiteLLM proxy config to laneway.yaml (--help)")
@@ -112,7 +117,8 @@ def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
         target.write_text(example_env(config), encoding="utf-8")
         print(f"wrote {target}")
     table, warnings = render(config, environ)
-    prices, errors = price_report(config, time.time())
+    prices, errors, budget_warnings = price_report(config, time.time())
+    warnings = [*warnings, *budget_warnings]
     print(table)
     print("\n".join(prices))
     for warning in warnings:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from laneway.config.load import load_config
+from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import parse_duration
 from laneway.telemetry import (
@@ -40,37 +45,68 @@ HEADER = [
 ]
 
 
+class SpendUnreadable(Exception):
+    """Telemetry is off or its database cannot be read; the message says which."""
+
+
 def main(argv: Sequence[str]) -> int:
     """Print the spend table; non-zero when the config or the database cannot be read."""
     ns = _parser().parse_args(argv)
     try:
         config, _ = load_config(ns.config)
         since = time.time() - parse_duration(ns.since)
-    except (ConfigError, ValueError) as exc:
+        rows = read_spend(config, Path(ns.config), since, ns.by)
+    except (ConfigError, ValueError, SpendUnreadable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    store = store_for_url(config.telemetry.url, Path(ns.config).parent)
-    if store is None:
-        print("error: telemetry is off (telemetry.url: none)", file=sys.stderr)
-        return 1
-    if isinstance(store, SqliteTelemetryStore) and not store.path.exists():
-        print(f"no calls recorded yet: {store.path} does not exist")
-        return 0
-    try:
-        rows = asyncio.run(_query(store, since, ns.by))
-    except Exception as exc:
-        print(f"error: cannot read telemetry: {exc}", file=sys.stderr)
-        return 1
-    names = {caller_hash(k.name): k.name for k in config.server.keys}
-    print(render_spend(rows, ns.by, names if ns.by == "key" else {}))
+    names = key_names(config) if ns.by == "key" else {}
+    if ns.json:
+        print(orjson.dumps(spend_json(rows or [], ns.by, names)).decode())
+    elif rows is None:
+        print("no calls recorded yet: the telemetry database does not exist")
+    else:
+        print(render_spend(rows, ns.by, names))
     return 0
+
+
+def read_spend(
+    config: LanewayConfig, config_path: Path, since: float, by: str
+) -> list[SpendRow] | None:
+    """Spend rows since ``since`` (Unix seconds); ``None`` when no database exists yet."""
+    store = store_for_url(config.telemetry.url, config_path.parent)
+    if store is None:
+        raise SpendUnreadable("telemetry is off (telemetry.url: none)")
+    if isinstance(store, SqliteTelemetryStore) and not store.path.exists():
+        return None
+    try:
+        return asyncio.run(_query(store, since, by))
+    except Exception as exc:
+        raise SpendUnreadable(f"cannot read telemetry: {exc}") from exc
+
+
+def key_names(config: LanewayConfig) -> dict[str, str]:
+    """Stored caller hashes back to the configured key names."""
+    return {caller_hash(k.name): k.name for k in config.server.keys}
+
+
+def spend_json(rows: Sequence[SpendRow], by: str, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The rows as JSON objects: the group under ``by``, unknown figures as ``null``."""
+    out = []
+    for row in sorted(rows, key=lambda r: (r.group is None, r.group or "")):
+        fields = dataclasses.asdict(row)
+        group = fields.pop("group")
+        out.append({by: None if group is None else names.get(group, group), **fields})
+    return out
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="laneway spend", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="laneway.yaml")
-    parser.add_argument("--since", default="24h", help="how far back, e.g. 30m, 24h (default)")
+    parser.add_argument(
+        "--since", default="24h", help="how far back, e.g. 30m, 12h, 1d, 7d (default 24h)"
+    )
     parser.add_argument("--by", default="lane", choices=["lane", "source", "model", "key"])
+    parser.add_argument("--json", action="store_true", help="print the rows as a JSON array")
     return parser
 
 
@@ -111,7 +147,7 @@ def _cells(row: SpendRow) -> list[str]:
         _tokens(row.prompt_tokens),
         _tokens(row.completion_tokens),
         _tokens(row.reasoning_tokens),
-        _cost(row),
+        render_cost(row),
         str(row.unpriced),
         str(row.usage_unknown),
         str(row.estimated),
@@ -123,7 +159,7 @@ def _tokens(value: int | None) -> str:
     return "n/a" if value is None else f"{value:,}"
 
 
-def _cost(row: SpendRow) -> str:
+def render_cost(row: SpendRow) -> str:
     """Priced calls' cost; a floor when other calls' cost is unknown; never a bare $0."""
     if row.priced == 0 or row.cost_usd is None:
         return "unpriced" if row.unpriced else "n/a"

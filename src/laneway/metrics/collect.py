@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,7 +51,11 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "laneway_cost_usd": ("USD of calls with a known cost.", (*WHERE, "basis")),
     "laneway_unpriced_calls": ("Calls with usage but no price.", WHERE),
     "laneway_responses": ("HTTP answers by status, calls and refusals alike.", ("status",)),
+    "laneway_key_requests": ("Finished calls by key.", ("key", "outcome")),
+    "laneway_key_tokens": ("Reported or estimated tokens by key.", ("key", "kind")),
+    "laneway_key_cost_usd": ("USD of calls with a known cost, by key.", ("key",)),
 }
+KEY_TOKEN_KINDS = ("prompt", "completion")
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
     "laneway_latency_seconds": (
         "Call latency.",
@@ -130,6 +134,7 @@ class Metrics:
         self.counts: dict[tuple[str, tuple[str, ...]], float] = {}
         self.histograms: dict[tuple[str, str], _Histogram] = {}
         self._statuses: dict[int, tuple[str, tuple[str, ...]]] = {}
+        self._key_labels: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {}
         self.registry = CollectorRegistry()
         self.registry.register(_CallCollector(self))
 
@@ -146,7 +151,10 @@ class Metrics:
         self._observe("laneway_latency_seconds", lane, record.latency)
         if record.ttfb is not None:
             self._observe("laneway_ttfb_seconds", lane, record.ttfb)
-        self._usage(record, lane, source)
+        usd = self._usage(record, lane, source)
+        key = record.meta.caller
+        if key is not None:
+            self._key_figures(key, record, usd)
 
     def responded(self, status: int) -> None:
         """Count one HTTP answer of ``status``."""
@@ -158,6 +166,10 @@ class Metrics:
     def watch_connections(self, report: ConnectionReport) -> None:
         """Report the server's open, refused and closed connections at each scrape."""
         self.registry.register(_ConnectionCollector(report))
+
+    def watch_key_refusals(self, refusals: Mapping[tuple[str, str], int]) -> None:
+        """Report calls refused by key limits, by (key, limit), read from ``refusals`` at scrape."""
+        self.registry.register(_KeyRefusalCollector(refusals))
 
     def watch_queue(self, queue: QueueReport) -> None:
         """Report the telemetry queue's depth, drops, writes and failures at each scrape."""
@@ -193,11 +205,34 @@ class Metrics:
                 log.warning("metrics snapshots stopped, other workers' scrapes miss ours: %s", exc)
                 return
 
-    def _usage(self, record: CallRecord, lane: str, source: str) -> None:
+    def _key_figures(self, key: str, record: CallRecord, usd: float | None) -> None:
+        """The key's calls, tokens and cost; label tuples are made once per key and figure."""
+        self._add(self._key_label("laneway_key_requests", key, record.outcome))
+        usage = record.usage
+        for kind, count in zip(
+            KEY_TOKEN_KINDS, (usage.prompt_tokens, usage.completion_tokens), strict=True
+        ):
+            if count is not None:
+                self._add(self._key_label("laneway_key_tokens", key, kind), count)
+        if usd is not None:
+            self._add(self._key_label("laneway_key_cost_usd", key, ""), usd)
+
+    def _key_label(self, name: str, key: str, extra: str) -> tuple[str, tuple[str, ...]]:
+        found = self._key_labels.get((name, key, extra))
+        if found is None:
+            labels = (key, extra) if extra else (key,)
+            found = self._key_labels[name, key, extra] = (name, labels)
+        return found
+
+    def _add(self, labels: tuple[str, tuple[str, ...]], amount: float = 1.0) -> None:
+        self.counts[labels] = self.counts.get(labels, 0.0) + amount
+
+    def _usage(self, record: CallRecord, lane: str, source: str) -> float | None:
+        """Count the call's tokens and cost; return its USD when known."""
         usage = record.usage
         if not usage.known:
             self._inc("laneway_usage_unknown_calls", (lane, source))
-            return
+            return None
         figures = (
             usage.prompt_tokens,
             usage.completion_tokens,
@@ -209,12 +244,13 @@ class Metrics:
             if count is not None:
                 self._inc("laneway_tokens", (lane, source, kind, usage.source), count)
         if self.cost is None:
-            return
+            return None
         usd, status = self.cost(record)
         if usd is not None:
             self._inc("laneway_cost_usd", (lane, source, status), usd)
         elif status == "unpriced":
             self._inc("laneway_unpriced_calls", (lane, source))
+        return usd
 
     def _inc(self, name: str, labels: tuple[str, ...], amount: float = 1.0) -> None:
         key = (name, labels)
@@ -262,6 +298,23 @@ def _cumulative(histogram: _Histogram) -> list[tuple[str, float]]:
         running += count
         out.append((bound, float(running)))
     return out
+
+
+class _KeyRefusalCollector(Collector):
+    """Calls refused by key limits, read from the limits' own dict when scraped."""
+
+    def __init__(self, refusals: Mapping[tuple[str, str], int]) -> None:
+        self.refusals = refusals
+
+    def collect(self) -> Iterable[Metric]:
+        family = CounterMetricFamily(
+            "laneway_key_refusals",
+            "Calls refused by a key's limits before any upstream request, by limit.",
+            labels=["key", "limit"],
+        )
+        for (key, limit), count in sorted(self.refusals.items()):
+            family.add_metric([key, limit], count)
+        yield family
 
 
 class _QueueCollector(Collector):

@@ -158,6 +158,8 @@ class Gateway:
         self._margin = server.deadline_margin
         self.keys = KeyRing(server.keys, list(engine.lanes), environ, engine.config.aliases)
         self.limits = limits if limits is not None else key_limits(engine.config, engine.clock)
+        if metrics is not None and self.limits is not None:
+            metrics.watch_key_refusals(self.limits.refusals)
         self.states = lane_states(engine.lanes)
         self.redactor = engine.redactor
         status, body = readiness_body(self.states, self.keys.problems, server.ready)
