@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from laneway.core.clock import Clock
@@ -33,6 +31,7 @@ from laneway.state.keys import (
     period_resets,
     periods,
 )
+from laneway.state.redis_store import fast_failing_client
 
 logger = logging.getLogger("laneway.state")
 
@@ -118,14 +117,7 @@ class RedisKeyLedger:
         cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisKeyLedger:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
-        client = Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-        return cls(client, clock, prefix=prefix)
+        return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
         """See ``KeyLedger.reserve``."""

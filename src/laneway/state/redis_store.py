@@ -49,14 +49,7 @@ class RedisStore:
         cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisStore:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
-        client = Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-        return cls(client, clock, prefix=prefix)
+        return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
 
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
         """See ``SourceStore.admit``."""
@@ -147,6 +140,17 @@ class RedisStore:
     def _offset(self) -> float:
         """Wall minus monotonic time: add it to go to Redis's timeline, subtract to return."""
         return self.clock.wall() - self.clock.now()
+
+
+def fast_failing_client(url: str, timeout: float) -> Redis:
+    """A lazily connecting client whose calls fail after ``timeout`` instead of retrying."""
+    return Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
 def _record(raw: list[Any], offset: float) -> SourceRecord:
