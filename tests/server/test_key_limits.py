@@ -7,15 +7,12 @@ limits never reaches an upstream.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import aiohttp
 import pytest
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import SystemClock
@@ -28,7 +25,7 @@ from laneway.state.key_redis import RedisKeyLedger
 from laneway.state.keys import periods
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, RunningGateway, hits, post, serve_app, source
-from tests.state.conftest import REDIS_URL, delete_keys
+from tests.state.conftest import REDIS_URL
 
 PRICE = {"input": 0.0, "output": 2.0}
 """USD per million tokens: a call's estimate (prompt only) is 0, its real cost is not."""
@@ -47,21 +44,6 @@ KEYS = [
         "allow_unpriced": True,
     },
 ]
-
-
-@pytest.fixture
-async def prefix() -> AsyncIterator[str]:
-    """A Redis key prefix of this test's own, deleted afterwards (skip when Redis is down)."""
-    client = Redis.from_url(REDIS_URL, decode_responses=True, socket_timeout=5)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        await client.aclose()
-        pytest.skip(f"Redis at {REDIS_URL} is unreachable: {exc}")
-    name = f"lwtest-{uuid.uuid4().hex[:12]}"
-    yield name
-    await delete_keys(client, f"{name}:*")
-    await client.aclose()
 
 
 @contextmanager
@@ -107,9 +89,9 @@ async def chat(
 
 
 async def test_rpm_is_shared_by_replicas_and_refusals_never_reach_upstream(
-    sim, http, prefix, specs
+    sim, http, redis_prefix, specs
 ) -> None:
-    with replicas(settings(sim, specs), prefix) as (a, b):
+    with replicas(settings(sim, specs), redis_prefix) as (a, b):
         answers = [await chat(http, (a, b)[i % 2], "open", "k-paced") for i in range(8)]
         statuses = [status for status, _, _ in answers]
         assert statuses.count(200) == 3 and statuses.count(429) == 5
@@ -123,8 +105,8 @@ async def test_rpm_is_shared_by_replicas_and_refusals_never_reach_upstream(
         assert await hits(http, sim, specs["open"]) == 3
 
 
-async def test_max_concurrency_holds_across_replicas(sim, http, prefix, specs) -> None:
-    with replicas(settings(sim, specs), prefix) as (a, b):
+async def test_max_concurrency_holds_across_replicas(sim, http, redis_prefix, specs) -> None:
+    with replicas(settings(sim, specs), redis_prefix) as (a, b):
         first = asyncio.ensure_future(chat(http, a, "slow", "k-single"))
         await asyncio.sleep(0.25)
         status, headers, body = await chat(http, b, "slow", "k-single")
@@ -135,8 +117,10 @@ async def test_max_concurrency_holds_across_replicas(sim, http, prefix, specs) -
         assert await hits(http, sim, specs["slow"]) == 2
 
 
-async def test_budget_settles_with_the_real_cost_and_then_refuses(sim, http, prefix, specs) -> None:
-    with replicas(settings(sim, specs), prefix) as (a, b):
+async def test_budget_settles_with_the_real_cost_and_then_refuses(
+    sim, http, redis_prefix, specs
+) -> None:
+    with replicas(settings(sim, specs), redis_prefix) as (a, b):
         status, _, body = await chat(http, a, "priced", "k-budget")
         assert status == 200
         cost = body["usage"]["completion_tokens"] * PRICE["output"] / 1e6
@@ -144,7 +128,7 @@ async def test_budget_settles_with_the_real_cost_and_then_refuses(sim, http, pre
         assert status == 429 and refused["error"]["code"] == "key_daily_budget_exceeded"
         assert headers["X-RateLimit-Limit-Budget-Daily"] == "1e-09"
         assert await hits(http, sim, specs["priced"]) == 1
-    reader = RedisKeyLedger.from_url(REDIS_URL, SystemClock(), prefix=prefix)
+    reader = RedisKeyLedger.from_url(REDIS_URL, SystemClock(), prefix=redis_prefix)
     day, month = periods(SystemClock().wall())
     try:
         assert await reader.spent("budgeted", day) == pytest.approx(cost, rel=1e-6)
@@ -153,8 +137,8 @@ async def test_budget_settles_with_the_real_cost_and_then_refuses(sim, http, pre
         await reader.aclose()
 
 
-async def test_tpm_counts_the_real_tokens(sim, http, prefix, specs) -> None:
-    with replicas(settings(sim, specs), prefix) as (a, b):
+async def test_tpm_counts_the_real_tokens(sim, http, redis_prefix, specs) -> None:
+    with replicas(settings(sim, specs), redis_prefix) as (a, b):
         ok = 0
         for i in range(40):
             status, _, body = await chat(http, (a, b)[i % 2], "open", "k-tokens")
@@ -167,9 +151,9 @@ async def test_tpm_counts_the_real_tokens(sim, http, prefix, specs) -> None:
 
 
 async def test_unpriced_lane_is_refused_to_a_budget_unless_allowed(
-    sim, http, prefix, specs
+    sim, http, redis_prefix, specs
 ) -> None:
-    with replicas(settings(sim, specs), prefix, count=1) as (a,):
+    with replicas(settings(sim, specs), redis_prefix, count=1) as (a,):
         status, _, body = await chat(http, a, "unpriced", "k-strict")
         assert status == 403 and body["error"]["code"] == "unpriced_lane"
         assert "allow_unpriced" in body["error"]["message"]
