@@ -45,6 +45,7 @@ from laneway.http.aiohttp import AiohttpTransport
 from laneway.metrics import SHARE_DIR_ENV, Metrics, SharedFolder
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
 from laneway.server.access_log import AccessLog, LogFormat
+from laneway.server.limits import key_limits
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
 from laneway.server.run import connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
@@ -306,7 +307,8 @@ def build_gateway(
         store = engine.loop.admission.store
         if isinstance(store, FallbackStore):
             metrics.watch_state(store)
-    return Gateway(engine, environ, metrics=metrics, telemetry=writer)
+    limits = key_limits(config, engine.clock, pricer=pricer)  # the prices found once, above
+    return Gateway(engine, environ, metrics=metrics, telemetry=writer, limits=limits)
 
 
 def config_dir(path: Path) -> Path:
