@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.policy.outcome import Verdict, _summary, judge, summarize
 from laneway.state.base import Mark
 
@@ -15,14 +16,14 @@ from laneway.state.base import Mark
     ("failure", "verdict"),
     [
         (None, Verdict.OK),
-        (AttemptFailure("status", "503", status=503), Verdict.FAILED),
-        (AttemptFailure("status", "429", status=429), Verdict.THROTTLED),
-        (AttemptFailure("timeout", "slow"), Verdict.TIMED_OUT),
-        (AttemptFailure("connect", "refused"), Verdict.FAILED),
-        (AttemptFailure("malformed", "html"), Verdict.FAILED),
-        (AttemptFailure("rejected", "400", status=400), Verdict.NEUTRAL),
-        (AttemptFailure("context_length", "long", status=400), Verdict.NEUTRAL),
-        (AttemptFailure("dimension", "768 != 1024"), Verdict.NEUTRAL),
+        (AttemptFailure(FailureKind.STATUS, "503", status=503), Verdict.FAILED),
+        (AttemptFailure(FailureKind.STATUS, "429", status=429), Verdict.THROTTLED),
+        (AttemptFailure(FailureKind.TIMEOUT, "slow"), Verdict.TIMED_OUT),
+        (AttemptFailure(FailureKind.CONNECT, "refused"), Verdict.FAILED),
+        (AttemptFailure(FailureKind.MALFORMED, "html"), Verdict.FAILED),
+        (AttemptFailure(FailureKind.REJECTED, "400", status=400), Verdict.NEUTRAL),
+        (AttemptFailure(FailureKind.CONTEXT_LENGTH, "long", status=400), Verdict.NEUTRAL),
+        (AttemptFailure(FailureKind.DIMENSION, "768 != 1024"), Verdict.NEUTRAL),
     ],
 )
 def test_judge(failure: AttemptFailure | None, verdict: Verdict) -> None:

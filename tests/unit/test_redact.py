@@ -10,6 +10,7 @@ from laneway.config.models import LanewayConfig
 from laneway.config.secrets import configured_secrets
 from laneway.core import redact
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.engine.redaction import RedactingTransport
@@ -75,7 +76,7 @@ def test_log_records_are_redacted_with_their_tracebacks(
 def echoing(request: HttpRequest) -> HttpResponse:
     said = request.headers["authorization"].encode()
     if request.url.endswith("/boom"):
-        raise AttemptFailure("connect", f"cannot reach upstream with {said.decode()}")
+        raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream with {said.decode()}")
     if request.url.endswith("/stream"):
         return HttpResponse(200, {}, b'data: {}\ndata: {"error": "' + said + b'"}\n')
     return HttpResponse(401, {}, b'{"error": {"message": "Incorrect API key: ' + said + b'"}}')

@@ -5,6 +5,7 @@ import random
 import pytest
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.policy.backoff import Backoff
 from laneway.policy.retry import GiveUp, Pushback, Retry, RetryPolicy
 
@@ -12,7 +13,7 @@ RNG = random.Random(0)
 
 
 def status(code: int, retry_after: float | None = None) -> AttemptFailure:
-    return AttemptFailure("status", f"{code}", status=code, retry_after=retry_after)
+    return AttemptFailure(FailureKind.STATUS, f"{code}", status=code, retry_after=retry_after)
 
 
 def decide(
@@ -63,8 +64,8 @@ def test_unlisted_status_is_not_retried() -> None:
 
 
 def test_classes_beside_status_codes() -> None:
-    assert decide(POLICY, AttemptFailure("timeout", "t")) == Retry(1.0)
-    assert isinstance(decide(POLICY, AttemptFailure("connect", "c")), GiveUp)
+    assert decide(POLICY, AttemptFailure(FailureKind.TIMEOUT, "t")) == Retry(1.0)
+    assert isinstance(decide(POLICY, AttemptFailure(FailureKind.CONNECT, "c")), GiveUp)
 
 
 def test_retries_are_counted() -> None:
@@ -76,14 +77,14 @@ def test_each_class_spends_its_own_count_within_retries() -> None:
     assert decide(policy, status(503), retries=1, class_used=1) == Retry(1.0)
     spent = decide(policy, status(503), retries=2, class_used=2)
     assert isinstance(spent, GiveUp) and spent.reason == "retry_on gives 503 2 retries, spent"
-    assert decide(policy, AttemptFailure("timeout", "t"), retries=2) == Retry(1.0)
-    over = decide(policy, AttemptFailure("timeout", "t"), retries=3)
+    assert decide(policy, AttemptFailure(FailureKind.TIMEOUT, "t"), retries=2) == Retry(1.0)
+    over = decide(policy, AttemptFailure(FailureKind.TIMEOUT, "t"), retries=3)
     assert isinstance(over, GiveUp) and over.reason == "all 3 retries spent"
 
 
 def test_rejections_are_never_retried() -> None:
     policy = RetryPolicy(retries=3, retry_on=listed("400", "rejected"))
-    assert isinstance(decide(policy, AttemptFailure("rejected", "x", status=400)), GiveUp)
+    assert isinstance(decide(policy, AttemptFailure(FailureKind.REJECTED, "x", status=400)), GiveUp)
 
 
 def test_no_doomed_attempt_when_backoff_eats_the_time_left() -> None:

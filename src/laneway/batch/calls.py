@@ -21,6 +21,7 @@ from laneway.accounting.rates import Rate
 from laneway.batch.items import Item
 from laneway.batch.results import ItemError, ItemResult
 from laneway.core.errors import CallFailed, DeadlineExceeded, RequestInvalid
+from laneway.core.failures import FailureKind
 from laneway.core.types import Attempt, CacheStatus, EmbedRequest, Usage
 from laneway.engine.gateway import Engine, chat_request
 from laneway.engine.lane import Lane
@@ -138,7 +139,7 @@ def verdict(attempts: Sequence[Attempt]) -> Verdict:
     """What a call's attempts say about load: throttled (429, Retry-After), timed out, or fine."""
     if any(a.status == 429 or a.pushback for a in attempts):
         return Verdict.THROTTLED
-    if any(a.outcome == "timeout" for a in attempts):
+    if any(a.outcome == FailureKind.TIMEOUT for a in attempts):
         return Verdict.TIMED_OUT
     return Verdict.OK
 

@@ -17,9 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from laneway.core.failures import FailureKind
+
 KEYS = ("throttle", "pool", "slow", "recovery", "replicas")
 """The scenarios' names, in order (``laneway simulate`` also takes their numbers)."""
-RETRY_ON: tuple[int | str, ...] = (429, 500, 502, 503, 504, "timeout", "connect")
+RETRY_ON: tuple[int | str, ...] = (
+    *(429, 500, 502, 503, 504),
+    FailureKind.TIMEOUT.value,
+    FailureKind.CONNECT.value,
+)
 """What a demanding user retries: throttling, server errors, timeouts, refused connections."""
 
 

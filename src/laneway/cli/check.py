@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
+from laneway.core.failures import SET_ASIDE
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, build_lane, retry_policy
 from laneway.policy.health import HealthPolicy
@@ -16,7 +17,6 @@ from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
 from laneway.server.limits import unpriced_pairs
 
-SET_ASIDE_LABELS = ("timeout", "connect")
 """The ``retry_on`` classes after which a source is set aside for the call."""
 
 
@@ -111,7 +111,7 @@ def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list
     )
     specs = [SourceSpec(name, s.priority, s.weight) for name, s in ranked]
     statuses = [label for label in policy.retry_on if label.isdigit()]
-    aside = [label for label in policy.retry_on if label in SET_ASIDE_LABELS]
+    aside = [label for label in policy.retry_on if label in SET_ASIDE]
     walks: list[tuple[str, list[str]]] = []
     for kind, labels, set_aside in (
         ("an error status", statuses or ["-"], False),

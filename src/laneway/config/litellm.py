@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from laneway.core.failures import FailureKind
+
 DEFAULT_RETRIES = 2
 """``openai.DEFAULT_MAX_RETRIES``: LiteLLM's retries when nothing sets ``num_retries``."""
 DEFAULT_TIMEOUT = 6000.0
@@ -56,7 +58,7 @@ ANTHROPIC_MAX_TOKENS = 4096
 
 POLICY_KEYS: dict[str, str] = {
     "RateLimitErrorRetries": "429",
-    "TimeoutErrorRetries": "timeout",
+    "TimeoutErrorRetries": FailureKind.TIMEOUT.value,
 }
 """``retry_policy`` fields with a laneway ``retry_on`` label."""
 REJECTION_POLICY_KEYS = (
@@ -384,7 +386,7 @@ def _rejection_retries(policy: Mapping[str, Any], out: Translation) -> None:
 
 def _retry_on(retries: int, policy: Mapping[str, Any]) -> list[Any] | dict[Any, int]:
     """LiteLLM's retried statuses and classes; a map where retry_policy gives its own counts."""
-    labels: list[Any] = [*RETRIED_STATUSES, "timeout", "connect"]
+    labels: list[Any] = [*RETRIED_STATUSES, FailureKind.TIMEOUT.value, FailureKind.CONNECT.value]
     own = {POLICY_KEYS[k]: _int(v) for k, v in policy.items() if k in POLICY_KEYS}
     if not own:
         return labels

@@ -17,12 +17,12 @@ from pydantic import (
     model_validator,
 )
 
+from laneway.core.failures import FailureKind, parse_retry_class
 from laneway.core.units import parse_duration, parse_size
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
-RetryClass = Literal["timeout", "connect", "empty", "cut"]
-RetryLabel = int | RetryClass
+RetryLabel = int | FailureKind
 RetryCount = Annotated[int, Field(ge=1, le=20)]
 REJECTION_CODES = frozenset({400, 401, 403, 404, 422})
 
@@ -92,6 +92,26 @@ class Secret:
 
 
 SecretField = Annotated[Secret, BeforeValidator(Secret.parse)]
+
+
+def _retry_label(label: object) -> int | FailureKind:
+    """One ``retry_on`` entry: an HTTP status, or a retried ``FailureKind`` named as itself."""
+    if isinstance(label, int) and not isinstance(label, bool):
+        return label
+    if isinstance(label, str) and label.isdigit():
+        return int(label)
+    if isinstance(label, str):
+        return parse_retry_class(label)
+    raise ValueError(f"{label!r} is neither an HTTP status nor a failure kind")
+
+
+def _retry_labels(value: object) -> object:
+    """``retry_on`` with every entry read by ``_retry_label``: one clear error per bad entry."""
+    if isinstance(value, list):
+        return [_retry_label(label) for label in value]
+    if isinstance(value, dict):
+        return {_retry_label(label): count for label, count in value.items()}
+    return value
 
 
 class Strict(BaseModel):
@@ -367,7 +387,9 @@ class LaneConfig(Strict):
     deadline: Duration = 60.0
     attempt_timeout: Duration | None = None
     retries: int = Field(default=0, ge=0, le=20)
-    retry_on: list[RetryLabel] | dict[RetryLabel, RetryCount] = Field(default_factory=list)
+    retry_on: Annotated[
+        list[RetryLabel] | dict[RetryLabel, RetryCount], BeforeValidator(_retry_labels)
+    ] = Field(default_factory=list)
     backoff: BackoffConfig = Field(default_factory=BackoffConfig)
     min_attempt: Duration = 0.25
     max_pushback_wait: Duration = 30.0

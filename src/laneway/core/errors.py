@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from laneway.core.failures import STATUS_LABELLED, FailureKind
 from laneway.core.types import Attempt
 
 
@@ -213,17 +214,12 @@ class ResultInvalid(CallFailed):
 class AttemptFailure(Exception):
     """One attempt's failure, classified for the retry policy.
 
-    ``kind`` is ``status`` (an HTTP error answer), ``timeout``, ``connect``,
-    ``empty`` (an empty completion), ``cut`` (a stream or body broken off),
-    ``rejected`` (a 4xx the upstream will refuse again), ``context_length``,
-    ``malformed`` (an answer that cannot be parsed), ``too_large`` (an
-    answer over the request's ``max_bytes``), ``unsupported`` (see
-    ``Inexpressible``) or, for a stream after content was sent, ``diverged``
-    (a restarted answer that does not begin with the text already sent) and
-    ``deadline`` (the deadline passed mid-answer).
+    ``kind`` says what happened (``laneway.core.failures.FailureKind``, where
+    each kind is documented); ``status`` is the upstream's HTTP status when it
+    answered one.
     """
 
-    kind: str
+    kind: FailureKind
     message: str
     status: int | None = None
     retry_after: float | None = None
@@ -235,9 +231,9 @@ class AttemptFailure(Exception):
     @property
     def label(self) -> str:
         """The name ``retry_on`` matches: the status code, else the kind."""
-        if self.kind in ("status", "rejected", "context_length") and self.status is not None:
+        if self.kind in STATUS_LABELLED and self.status is not None:
             return str(self.status)
-        return self.kind
+        return self.kind.value
 
 
 class Inexpressible(AttemptFailure):
@@ -251,6 +247,6 @@ class Inexpressible(AttemptFailure):
 
     def __init__(self, field: str, reason: str) -> None:
         error = {"message": f"{field}: {reason}", "param": field, "code": "unsupported_parameter"}
-        super().__init__("unsupported", f"{field}: {reason}", body={"error": error})
+        super().__init__(FailureKind.UNSUPPORTED, f"{field}: {reason}", body={"error": error})
         self.field = field
         self.reason = reason

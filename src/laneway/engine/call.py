@@ -29,6 +29,7 @@ from typing import Generic, TypeVar
 
 from laneway.core.clock import Clock
 from laneway.core.errors import AttemptFailure, CallFailed, Inexpressible
+from laneway.core.failures import SET_ASIDE, FailureKind
 from laneway.core.types import Attempt, Usage
 from laneway.core.units import format_duration
 from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
@@ -49,7 +50,6 @@ from laneway.state.memory import MemoryStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]
-SET_ASIDE_KINDS = frozenset({"timeout", "connect"})
 """Failures after which a source is not tried again while another can run."""
 
 
@@ -74,7 +74,7 @@ class CallState:
         if self.in_flight is not None:
             name, started = self.in_flight
             self.attempts.append(
-                Attempt(name, "deadline", now - started, message="cut at deadline")
+                Attempt(name, FailureKind.DEADLINE.value, now - started, message="cut at deadline")
             )
             self.in_flight = None
 
@@ -241,7 +241,7 @@ class CallLoop:
                 return await attempt(source)
         except TimeoutError:
             raise AttemptFailure(
-                "timeout", f"no answer within attempt_timeout {format_duration(bound)}"
+                FailureKind.TIMEOUT, f"no answer within attempt_timeout {format_duration(bound)}"
             ) from None
 
     def _after_failure(
@@ -268,7 +268,7 @@ class CallLoop:
         calls = state.sources
         if decision.if_alone is not None:
             calls.excluded.add(source.name)
-        elif failure.kind in SET_ASIDE_KINDS:
+        elif failure.kind in SET_ASIDE:
             calls.set_aside.add(source.name)
         reason = PUSHBACK if failure.retry_after is not None else BACKOFF
         calls.revisit_after(source.name, self.clock.now() + decision.delay, reason)
@@ -289,7 +289,7 @@ class CallLoop:
         moves, spending nothing, to a source whose declared ``context_window``
         is larger; with none, the call ends on the rejection.
         """
-        if failure.kind == "context_length":
+        if failure.kind == FailureKind.CONTEXT_LENGTH:
             self.admission.exclude_smaller_windows(lane, state.sources, source)
             if not self.admission.has_alternative(lane, state.sources, source):
                 return GiveUp("no source with a larger context_window")
@@ -351,7 +351,7 @@ def _skip(state: CallState, source: Source, refusal: Inexpressible) -> None:
     (admission is released, not settled); the skip is listed in ``attempts``.
     """
     state.sources.excluded.add(source.name)
-    state.attempts.append(Attempt(source.name, "unsupported", 0.0, message=refusal.message))
+    state.attempts.append(Attempt(source.name, refusal.label, 0.0, message=refusal.message))
 
 
 def _tokens_used(result: object) -> int | None:

@@ -34,6 +34,7 @@ from laneway.core.errors import (
     ResponseTooLarge,
     UpstreamFailed,
 )
+from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt, CacheStatus, EmbeddingResponse, EmbedRequest, Usage
 from laneway.core.usage import sum_usage
@@ -220,7 +221,7 @@ def assemble(cached: Sequence[Vector | None], done: Sequence[BatchDone]) -> list
 def as_too_large(exc: UpstreamFailed, limit: int) -> ResponseTooLarge | None:
     """``exc`` as ``ResponseTooLarge`` when it ended on an answer over ``limit``, else ``None``."""
     last = exc.attempts[-1] if exc.attempts else None
-    if last is None or last.outcome != "too_large":
+    if last is None or last.outcome != FailureKind.TOO_LARGE:
         return None
     return ResponseTooLarge(
         f"lane {exc.lane}: the upstream answer exceeds max_response_bytes ({limit} bytes); "
@@ -246,14 +247,15 @@ def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) 
     """Refuse an answer whose vector count or lengths are wrong: it would corrupt a corpus."""
     if len(result.vectors) != expected_count:
         raise AttemptFailure(
-            "malformed", f"sent {expected_count} inputs, got {len(result.vectors)} vectors"
+            FailureKind.MALFORMED,
+            f"sent {expected_count} inputs, got {len(result.vectors)} vectors",
         )
     if pinned is None:
         return
     for index, vector in enumerate(result.vectors):
         if len(vector) != pinned:
             raise AttemptFailure(
-                "dimension",
+                FailureKind.DIMENSION,
                 f"embedding {index} has length {len(vector)}, expected {pinned} (dimensions pin)",
             )
 

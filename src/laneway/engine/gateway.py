@@ -19,6 +19,7 @@ from laneway.core.errors import (
     RequestInvalid,
     UnknownLane,
 )
+from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta, CallObserver
 from laneway.core.shapes import check_messages
 from laneway.core.transport import Transport
@@ -139,14 +140,14 @@ class Engine:
         if lookup.hit is not None:
             self._record_hit(lane, started, meta, lookup.hit)
             return lookup.hit
-        wants_empty_retry = "empty" in lane.policy.retry_on
+        wants_empty_retry = FailureKind.EMPTY in lane.policy.retry_on
 
         async def attempt(source: Source) -> ChatResult:
             http = source.provider.chat_request(request, stream=False)
             answer = await self.transport.send(http)
             result = source.provider.parse_chat(answer, self.clock.wall())
             if wants_empty_retry and result.empty:
-                raise AttemptFailure("empty", "the upstream returned an empty completion")
+                raise AttemptFailure(FailureKind.EMPTY, "the upstream returned an empty completion")
             return result
 
         try:

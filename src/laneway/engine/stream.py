@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from laneway.accounting.estimate import chat_usage_or_estimate
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
+from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
@@ -121,11 +122,13 @@ class _Splice:
             self.seen.append(chunk.content)
         seen = "".join(self.seen)
         if not (self.sent.startswith(seen) or seen.startswith(self.sent)):
-            raise AttemptFailure("diverged", "the restarted answer differs from the text sent")
+            raise AttemptFailure(
+                FailureKind.DIVERGED, "the restarted answer differs from the text sent"
+            )
         if len(seen) < len(self.sent):
             if chunk.finish_reason is not None:
                 raise AttemptFailure(
-                    "diverged", "the restarted answer is shorter than the text sent"
+                    FailureKind.DIVERGED, "the restarted answer is shorter than the text sent"
                 )
             return None
         self.done = True
@@ -319,7 +322,10 @@ class ChatStream:
         try:
             return await self._opening(source, self._prefilled(), None)
         except AttemptFailure as failure:
-            if failure.kind != "rejected" or self.lane.config.continue_on_cut != "restart":
+            if (
+                failure.kind != FailureKind.REJECTED
+                or self.lane.config.continue_on_cut != "restart"
+            ):
                 raise
             elapsed = self._engine.clock.now() - started
             why = f"refused the prefill ({failure.message}); asked again without it"
@@ -347,7 +353,7 @@ class ChatStream:
             await stack.aclose()
             wait = format_duration(limit or 0)
             raise AttemptFailure(
-                "timeout", f"no first token within first_byte_timeout {wait} of sending"
+                FailureKind.TIMEOUT, f"no first token within first_byte_timeout {wait} of sending"
             ) from None
         except BaseException:
             await stack.aclose()
@@ -373,11 +379,11 @@ class ChatStream:
                 return _Opened(stack, events, buffered, progress, request)
             if chunk.finish_reason is not None:
                 break
-        if progress.finished and "empty" not in self.lane.policy.retry_on:
+        if progress.finished and FailureKind.EMPTY not in self.lane.policy.retry_on:
             return _Opened(stack, events, buffered, progress, request)
         if progress.finished:
-            raise AttemptFailure("empty", "the upstream streamed an empty completion")
-        raise AttemptFailure("cut", "stream ended before its first token")
+            raise AttemptFailure(FailureKind.EMPTY, "the upstream streamed an empty completion")
+        raise AttemptFailure(FailureKind.CUT, "stream ended before its first token")
 
     async def _forward(self, segment: _Segment) -> AsyncGenerator[ChatChunk, None]:
         opened = segment.opened
@@ -399,7 +405,7 @@ class ChatStream:
             if taken is not None:
                 yield self._took(taken)
         if not progress.finished:
-            raise _Broken(AttemptFailure("cut", "stream ended without its final chunk"))
+            raise _Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
 
     @staticmethod
     def _spliced(splice: _Splice | None, chunk: ChatChunk) -> ChatChunk | None:
@@ -440,13 +446,13 @@ class ChatStream:
 
     def _why_broken(self, cause: BaseException) -> AttemptFailure:
         if self._deadline.expired(self._engine.clock.now()):
-            return AttemptFailure("deadline", "the deadline passed mid-stream")
+            return AttemptFailure(FailureKind.DEADLINE, "the deadline passed mid-stream")
         if isinstance(cause, TimeoutError):
             idle = format_duration(self.lane.config.idle_timeout or 0)
-            return AttemptFailure("timeout", f"no data for idle_timeout {idle}")
+            return AttemptFailure(FailureKind.TIMEOUT, f"no data for idle_timeout {idle}")
         if isinstance(cause, AttemptFailure):
             return cause
-        return AttemptFailure("cut", str(cause))
+        return AttemptFailure(FailureKind.CUT, str(cause))
 
     async def _settle(self, segment: _Segment, broken: AttemptFailure | None) -> None:
         """Close the segment's attempt: its record, its usage, its slot and quota.
@@ -471,7 +477,7 @@ class ChatStream:
         self._parts.append(_Part(segment.index, usage))
         if finished:
             await admission.settle(segment.held, None, tokens)
-        elif broken is None or broken.kind == "deadline":
+        elif broken is None or broken.kind == FailureKind.DEADLINE:
             await admission.abandon(segment.held, tokens)
         else:
             await admission.settle(segment.held, broken, tokens)

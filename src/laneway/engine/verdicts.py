@@ -23,6 +23,7 @@ from laneway.core.errors import (
     UpstreamRejected,
     UpstreamTimeout,
 )
+from laneway.core.failures import FailureKind
 from laneway.core.types import Attempt
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane
@@ -46,14 +47,14 @@ def call_failed(
     kw = _facts(lane, attempts, elapsed, budget)
     detail = failure.message if failure is not None else "no attempt was made"
     message = f"lane {lane.name}: {detail} ({reason})"
-    kind = failure.kind if failure is not None else ""
-    if kind == "timeout":
+    kind = failure.kind if failure is not None else None
+    if kind == FailureKind.TIMEOUT:
         return UpstreamTimeout(message, **kw)
-    if kind == "context_length":
+    if kind == FailureKind.CONTEXT_LENGTH:
         return ContextLengthExceeded(message, body=failure.body if failure else None, **kw)
-    if kind == "rejected":
+    if kind == FailureKind.REJECTED:
         return UpstreamRejected(message, body=failure.body if failure else None, **kw)
-    if kind == "dimension":
+    if kind == FailureKind.DIMENSION:
         return DimensionMismatch(message, **kw)
     return UpstreamFailed(message, **kw)
 

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 
 _CONNECT_ERRORS = (
@@ -45,7 +46,7 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> byt
 
 def _too_large(limit: int, seen: int) -> AttemptFailure:
     return AttemptFailure(
-        "too_large",
+        FailureKind.TOO_LARGE,
         f"answer exceeds the response limit of {limit} bytes (max_response_bytes); "
         f"{seen} bytes arrived before reading stopped",
     )
@@ -65,16 +66,16 @@ class AiohttpStream:
             async for line in self._response.content:
                 yield line.rstrip(b"\r\n")
         except aiohttp.ClientPayloadError as exc:
-            raise AttemptFailure("cut", f"stream broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from None
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure("cut", f"stream broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from None
 
     async def read(self) -> bytes:
         """Read the rest of the body."""
         try:
             return await self._response.read()
         except (aiohttp.ClientPayloadError, *_CONNECT_ERRORS) as exc:
-            raise AttemptFailure("cut", f"answer broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from None
 
 
 class AiohttpTransport:
@@ -103,9 +104,9 @@ class AiohttpTransport:
                 body = await _read_body(response, request.max_bytes)
                 return HttpResponse(response.status, response.headers, body)
         except aiohttp.ClientPayloadError as exc:
-            raise AttemptFailure("cut", f"answer broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from None
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure("connect", f"cannot reach upstream: {exc}") from None
+            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from None
 
     @asynccontextmanager
     async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:
@@ -115,7 +116,7 @@ class AiohttpTransport:
                 request.method, request.url, data=request.body, headers=request.headers
             )
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure("connect", f"cannot reach upstream: {exc}") from None
+            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from None
         try:
             yield AiohttpStream(response)
         finally:

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse] | HttpResponse]
@@ -39,7 +40,9 @@ class MockTransport:
         response = result if isinstance(result, HttpResponse) else await result
         limit = request.max_bytes
         if limit is not None and len(response.body) > limit:
-            raise AttemptFailure("too_large", f"answer exceeds the response limit of {limit} bytes")
+            raise AttemptFailure(
+                FailureKind.TOO_LARGE, f"answer exceeds the response limit of {limit} bytes"
+            )
         return response
 
     @asynccontextmanager

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from laneway.core.errors import AttemptFailure
-
-NEUTRAL_KINDS = frozenset({"rejected", "context_length", "dimension", "diverged"})
+from laneway.core.failures import NEUTRAL, FailureKind
 
 
 class Verdict(enum.Enum):
@@ -67,9 +66,9 @@ def judge(failure: AttemptFailure | None) -> Verdict:
     """
     if failure is None:
         return Verdict.OK
-    if failure.kind in NEUTRAL_KINDS:
+    if failure.kind in NEUTRAL:
         return Verdict.NEUTRAL
-    if failure.kind == "timeout":
+    if failure.kind == FailureKind.TIMEOUT:
         return Verdict.TIMED_OUT
     if failure.status == 429:
         return Verdict.THROTTLED

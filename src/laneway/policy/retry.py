@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import REJECTIONS
 from laneway.core.units import format_duration
 from laneway.policy.backoff import Backoff
 
 PUSHBACK_STATUSES = frozenset({429, 503})
-REJECTION_KINDS = frozenset({"rejected", "context_length"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class RetryPolicy:
 
         ``class_used`` counts the retries already spent on ``failure.label``.
         """
-        if failure.kind in REJECTION_KINDS:
+        if failure.kind in REJECTIONS:
             return GiveUp(f"the upstream rejected the request ({failure.label})")
         ready_in = failure.retry_after
         if self._pushback_applies(failure, pushbacks_used):

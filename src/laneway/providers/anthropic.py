@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Reasoning, Usage
 from laneway.providers.anthropic_request import JSON_TOOL, messages_body
@@ -99,7 +100,7 @@ class AnthropicProvider:
         data = load_json(response.body, "chat answer")
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise AttemptFailure("malformed", "chat answer has no content list")
+            raise AttemptFailure(FailureKind.MALFORMED, "chat answer has no content list")
         kinds = [b for b in blocks if isinstance(b, dict)]
         thinking = "".join(str(b.get("thinking", "")) for b in kinds if b.get("type") == "thinking")
         thoughts = [b for b in kinds if b.get("type") in ("thinking", "redacted_thinking")]
@@ -132,7 +133,7 @@ class AnthropicProvider:
 
     def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
         """Unreachable: no embeddings request is ever built."""
-        raise AttemptFailure("malformed", "Anthropic has no embeddings API")
+        raise AttemptFailure(FailureKind.MALFORMED, "Anthropic has no embeddings API")
 
     def failure(
         self, status: int, headers: Mapping[str, str], body: bytes, wall_now: float
@@ -161,7 +162,9 @@ class AnthropicEvents:
         if kind == "message_stop":
             return None
         if kind == "error":
-            raise AttemptFailure("cut", f"upstream sent an error event: {event.get('error')}")
+            raise AttemptFailure(
+                FailureKind.CUT, f"upstream sent an error event: {event.get('error')}"
+            )
         if kind == "message_start":
             return self._started(event.get("message") or {})
         if kind == "content_block_start":

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.core.types import ChatChunk
 from laneway.providers.openai import OpenAIProvider
 
@@ -71,4 +72,4 @@ class AzureOpenAIProvider(OpenAIProvider):
         }
         if "innererror" in error:
             shaped["innererror"] = error["innererror"]
-        return dataclasses.replace(failure, kind="rejected", body={"error": shaped})
+        return dataclasses.replace(failure, kind=FailureKind.REJECTED, body={"error": shaped})

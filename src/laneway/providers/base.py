@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import orjson
 
 from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
+from laneway.core.failures import FailureKind
 from laneway.core.retry_after import parse_retry_after
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import (
@@ -119,10 +120,10 @@ def classify_status(
     message = f"upstream answered {status}: {detail.get('message') or body[:200]!r}"
     code = str(detail.get("code") or "")
     if status in REJECTION_STATUSES:
-        kind = "context_length" if "context_length" in code else "rejected"
+        kind = FailureKind.CONTEXT_LENGTH if "context_length" in code else FailureKind.REJECTED
         return AttemptFailure(kind, message, status=status, body={"error": detail})
     return AttemptFailure(
-        "status",
+        FailureKind.STATUS,
         message,
         status=status,
         retry_after=parse_retry_after(headers, wall_now),
@@ -148,9 +149,9 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise AttemptFailure("malformed", f"{what} is not JSON: {exc}") from None
+        raise AttemptFailure(FailureKind.MALFORMED, f"{what} is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise AttemptFailure("malformed", f"{what} is not a JSON object")
+        raise AttemptFailure(FailureKind.MALFORMED, f"{what} is not a JSON object")
     return data
 
 
@@ -206,8 +207,8 @@ def as_context_length(failure: AttemptFailure, marker: str) -> AttemptFailure:
     Native APIs say so in prose, not with OpenAI's ``context_length_exceeded``
     code; the kind is what lets the engine move to a source with a larger window.
     """
-    if failure.kind == "rejected" and marker in failure.message.lower():
-        return dataclasses.replace(failure, kind="context_length")
+    if failure.kind == FailureKind.REJECTED and marker in failure.message.lower():
+        return dataclasses.replace(failure, kind=FailureKind.CONTEXT_LENGTH)
     return failure
 
 

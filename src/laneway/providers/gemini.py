@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Usage
 from laneway.providers.base import (
@@ -142,11 +143,13 @@ class GeminiProvider:
         data = load_json(response.body, "embeddings answer")
         items = data.get("embeddings")
         if not isinstance(items, list):
-            raise AttemptFailure("malformed", "embeddings answer has no embeddings list")
+            raise AttemptFailure(FailureKind.MALFORMED, "embeddings answer has no embeddings list")
         try:
             vectors = [list(item["values"]) for item in items]
         except (TypeError, KeyError) as exc:
-            raise AttemptFailure("malformed", f"embeddings answer is malformed: {exc}") from None
+            raise AttemptFailure(
+                FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
+            ) from None
         return EmbedResult(vectors, embed_usage(data.get("usageMetadata")), self.model)
 
     def failure(
@@ -154,7 +157,7 @@ class GeminiProvider:
     ) -> AttemptFailure:
         """Classify by the shared rules; read pushback from ``RetryInfo`` when no header has it."""
         failure = classify_status(status, headers, body, wall_now)
-        if failure.kind == "status" and failure.retry_after is None:
+        if failure.kind == FailureKind.STATUS and failure.retry_after is None:
             delay = _retry_delay(failure.body or {})
             if delay is not None:
                 failure = replace(failure, retry_after=delay)
@@ -184,7 +187,7 @@ class GeminiEvents:
         """
         event = load_event(data)
         if "error" in event:
-            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
+            raise AttemptFailure(FailureKind.CUT, f"upstream sent an error event: {event['error']}")
         candidates = _candidates(event, strict=False)
         first = candidates[0]
         final = gemini_usage(event.get("usageMetadata")) if first.finish_reason else NO_USAGE
@@ -268,7 +271,7 @@ def _candidates(data: dict[str, Any], *, strict: bool) -> list[_Candidate]:
         if blocked:
             return [_Candidate(finish_reason="content_filter")]
         if strict:
-            raise AttemptFailure("malformed", "chat answer has no candidates")
+            raise AttemptFailure(FailureKind.MALFORMED, "chat answer has no candidates")
         return [_Candidate()]
     return [
         _candidate(c if isinstance(c, dict) else {}, position)

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import AttemptFailure, Inexpressible
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
 from laneway.providers.base import (
@@ -65,7 +66,7 @@ class OpenAIProvider:
         data = load_json(response.body, "chat answer")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise AttemptFailure("malformed", "chat answer has no choices")
+            raise AttemptFailure(FailureKind.MALFORMED, "chat answer has no choices")
         message = choices[0].get("message") or {}
         usage = openai_usage(data.get("usage"))
         reasoning_text = message.get("reasoning_content") or message.get("reasoning")
@@ -91,7 +92,7 @@ class OpenAIProvider:
             return None
         event = load_event(data)
         if "error" in event:
-            raise AttemptFailure("cut", f"upstream sent an error event: {event['error']}")
+            raise AttemptFailure(FailureKind.CUT, f"upstream sent an error event: {event['error']}")
         return _chunk(event)
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
@@ -115,12 +116,14 @@ class OpenAIProvider:
         data = load_json(response.body, "embeddings answer")
         items = data.get("data")
         if not isinstance(items, list):
-            raise AttemptFailure("malformed", "embeddings answer has no data list")
+            raise AttemptFailure(FailureKind.MALFORMED, "embeddings answer has no data list")
         try:
             ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
             vectors = [list(item["embedding"]) for item in ordered]
         except (TypeError, KeyError, ValueError, AttributeError) as exc:
-            raise AttemptFailure("malformed", f"embeddings answer is malformed: {exc}") from None
+            raise AttemptFailure(
+                FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
+            ) from None
         usage = openai_usage(data.get("usage"))
         return EmbedResult(vectors, usage, str(data.get("model") or self.model))
 

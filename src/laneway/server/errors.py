@@ -31,6 +31,7 @@ from laneway.core.errors import (
     UpstreamFailed,
     UpstreamRejected,
 )
+from laneway.core.failures import FailureKind
 from laneway.server.asgi import Headers, Reply
 
 _TYPES = {
@@ -156,7 +157,7 @@ def _call_status(exc: CallFailed) -> int:
     if isinstance(exc, UpstreamFailed) and last is not None:
         if last.status is not None and last.outcome == str(last.status):
             return last.status
-        if last.outcome == "timeout":
+        if last.outcome == FailureKind.TIMEOUT:
             return 504
     return 502
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from laneway.config.models import LaneConfig
 from laneway.core.clock import FakeClock
 from laneway.core.errors import AttemptFailure, CallFailed
+from laneway.core.failures import FailureKind
 from laneway.engine.call import CallLoop
 from laneway.engine.lane import Lane, LaneMemory, Source, build_lane
 from laneway.policy.deadline import Deadline
@@ -96,7 +97,7 @@ async def _one(lane: Lane, clock: FakeClock, script: _Script, stream: bool) -> R
         step = script.next(source.name)
         if first_byte is not None and (step.censored or step.elapsed > first_byte):
             await asyncio.sleep(first_byte)
-            raise AttemptFailure("timeout", "no first token within first_byte_timeout")
+            raise AttemptFailure(FailureKind.TIMEOUT, "no first token within first_byte_timeout")
         if step.censored:
             await asyncio.get_running_loop().create_future()
         await asyncio.sleep(step.elapsed)
@@ -114,12 +115,20 @@ async def _one(lane: Lane, clock: FakeClock, script: _Script, stream: bool) -> R
 
 
 def _failure(step: RecordedAttempt) -> AttemptFailure:
-    """The failure a recorded outcome stands for (a status code, or a kind such as ``connect``)."""
+    """The failure a recorded outcome stands for (a status code, or a kind such as ``connect``).
+
+    An outcome that names no failure kind (``cancelled``: the caller closed a
+    stream) replays as ``malformed``: a failure that no ``retry_on`` retries.
+    """
     if step.outcome.isdigit():
         status = int(step.outcome)
-        kind = "rejected" if status in REJECTIONS else "status"
+        kind = FailureKind.REJECTED if status in REJECTIONS else FailureKind.STATUS
         return AttemptFailure(kind, f"recorded {status}", status=status)
-    return AttemptFailure(step.outcome, f"recorded {step.outcome}", status=step.status)
+    try:
+        kind = FailureKind(step.outcome)
+    except ValueError:
+        kind = FailureKind.MALFORMED
+    return AttemptFailure(kind, f"recorded {step.outcome}", status=step.status)
 
 
 def _pools(calls: Sequence[RecordedCall]) -> dict[str, list[RecordedAttempt]]:

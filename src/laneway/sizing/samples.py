@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from laneway.core.failures import FailureKind
 from laneway.telemetry import CallSample
 
-CENSORED = frozenset({"timeout", "deadline"})
+CENSORED = frozenset({FailureKind.TIMEOUT, FailureKind.DEADLINE})
 """Outcomes that end an attempt without telling how long its answer would have taken."""
 
 
