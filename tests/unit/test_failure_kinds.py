@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import re
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def test_every_member_has_its_own_docstring() -> None:
     )
     documented = set()
     body = enum_class.body
-    for statement, following in zip(body, body[1:], strict=False):
+    for statement, following in itertools.pairwise(body):
         if (
             isinstance(statement, ast.Assign)
             and isinstance(following, ast.Expr)
@@ -76,7 +77,7 @@ def test_label_is_the_status_for_http_answers_and_the_kind_otherwise() -> None:
 
 def test_retry_classes_parse_and_others_are_refused_by_name() -> None:
     assert {parse_retry_class(kind.value) for kind in RETRY_CLASSES} == RETRY_CLASSES
-    with pytest.raises(ValueError, match="'timout' is not a failure kind.*timeout, connect"):
+    with pytest.raises(ValueError, match=r"'timout' is not a failure kind.*timeout, connect"):
         parse_retry_class("timout")
     with pytest.raises(ValueError, match="'rejected' is a failure kind retry_on cannot name"):
         parse_retry_class("rejected")
