@@ -23,12 +23,12 @@ if TYPE_CHECKING:
         Reasoning,
         Usage,
     )
-    from laneway.engine.stream import ChatStream
+    from laneway.engine.chain_stream import ChatStream
 
 _LAZY = {
     "Attempt": "laneway.core.types",
     "ChatChunk": "laneway.core.types",
-    "ChatStream": "laneway.engine.stream",
+    "ChatStream": "laneway.engine.chain_stream",
     "EmbeddingResponse": "laneway.core.types",
     "LLMResponse": "laneway.core.types",
     "Laneway": "laneway.client",

@@ -130,3 +130,41 @@ def test_check_prints_the_chain_and_its_worst_case(
         "warning: a: the fallback chain's worst case 53s is longer than client_deadline 30s: "
         "the caller's deadline cuts the chain"
     ) in out
+
+
+STREAMED = f"""
+lanes:
+  a: {{deadline: 10s, attempt_timeout: 2s, fallback_lanes: [b], {SOURCES}}}
+  b: {{deadline: 5s, {SOURCES}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "streamed"),
+    [("", "10s"), ("continue_on_cut: restart, ", "15s")],
+)
+def test_check_prints_a_streamed_worst_case_where_it_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str, streamed: str
+) -> None:
+    """A stream hands over only before its first token: once content flows, a lane may run to
+    its deadline, and under restart the next lane may resume it for its own."""
+    path = tmp_path / "laneway.yaml"
+    path.write_text(STREAMED.replace("fallback_lanes", extra + "fallback_lanes"))
+    assert main(["check", str(path)]) == 0
+    assert (
+        f"fallback a (2s) -> b (5s): worst case 7s; streamed {streamed}" in capsys.readouterr().out
+    )
+
+
+def test_check_says_which_lane_serves_a_lane_that_is_not_ready(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keyed = SOURCES.replace("model: m", "model: m, api_key: os.environ/LANEWAY_TEST_NO_SUCH_KEY")
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        BASE.replace(f"fallback_lanes: [b], {SOURCES}", f"fallback_lanes: [b], {keyed}")
+    )
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "not ready a: its calls go to fallback lane b" in out
+    assert "LANEWAY_TEST_NO_SUCH_KEY" in out

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
+from laneway.cli.check_chains import chain_report, readiness_lines, worst_case
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.failures import SET_ASIDE
 from laneway.core.units import format_duration
@@ -140,7 +141,7 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
     """Describe one lane and list what will not work as declared."""
     policy = retry_policy(lane)
     per_attempt = lane.per_attempt
-    worst = _worst_case(lane)
+    worst = worst_case(lane)
     schedule = [policy.backoff.ceiling(n) for n in range(1, lane.retries + 1)]
     backoff = ", ".join(format_duration(s) for s in schedule) or "-"
     if lane.backoff.jitter != "none" and schedule:
@@ -232,8 +233,8 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines += [note for r in reports for note in r.notes]
     lines += deployment_lines(config) + alias_lines(config)
-    chains = [fallback_chain_report(config, name) for name in config.lanes]
-    lines += [line for line, _ in chains if line]
+    chains = [chain_report(config, name) for name in config.lanes]
+    lines += [line for line, _ in chains if line] + readiness_lines(config, environ)
     warnings = [w for r in reports for w in r.warnings] + [w for _, w in chains if w]
     return "\n".join(line.rstrip() for line in lines), warnings + variable_warnings(config, environ)
 
@@ -253,36 +254,6 @@ def variable_warnings(config: LanewayConfig, environ: Mapping[str, str]) -> list
     keys = KeyRing(config.server.keys, list(config.lanes), environ)
     out.extend(f"server.keys: {problem}" for problem in keys.problems)
     return out
-
-
-def fallback_chain_report(config: LanewayConfig, name: str) -> tuple[str, str]:
-    """The lane's fallback chain with its worst case, and a warning when its caller gives
-    up first (both empty when the lane falls back to nothing).
-
-    Each lane of the chain may run its own worst case; the caller's deadline
-    (``client_deadline`` of the first lane) cuts the chain wherever it falls.
-    """
-    chain = config.fallback_chain(name)
-    if len(chain) == 1:
-        return "", ""
-    worsts = [_worst_case(config.lanes[lane]) for lane in chain]
-    total = sum(worsts)
-    parts = " -> ".join(
-        f"{lane} ({format_duration(w)})" for lane, w in zip(chain, worsts, strict=True)
-    )
-    line = f"fallback {parts}: worst case {format_duration(total)}"
-    client = config.lanes[name].client_deadline
-    if client is None or total <= client:
-        return line, ""
-    warning = (
-        f"{name}: the fallback chain's worst case {format_duration(total)} is longer than "
-        f"client_deadline {format_duration(client)}: the caller's deadline cuts the chain"
-    )
-    return line, warning
-
-
-def _worst_case(lane: LaneConfig) -> float:
-    return retry_policy(lane).worst_case(lane.per_attempt, lane.deadline)
 
 
 def deployment_lines(config: LanewayConfig) -> list[str]:

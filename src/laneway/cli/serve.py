@@ -351,12 +351,15 @@ def banner(
     ``demo`` is the path of the written demo config, when serving the demo.
     """
     keys = KeyRing(config.server.keys, list(config.lanes), environ, config.aliases)
-    states = lane_states({n: build_lane(n, lane, environ) for n, lane in config.lanes.items()})
+    lanes = {n: build_lane(n, lane, environ) for n, lane in config.lanes.items()}
+    states = lane_states(lanes, config.fallback_chain)
     access = "open (no server.keys; loopback only)" if keys.open else "bearer keys"
     lines = [f"laneway serve: {url}/v1  ({workers} worker(s), {access})"]
     width = max(len(state.name) for state in states)
     for state in states:
         status = "ready" if state.ready else "NOT READY"
+        if not state.ready and state.servable:
+            status += f" (served by fallback lane {state.serves_via})"
         lines.append(f"  {state.name.ljust(width)}  {state.kind:5}  {status}")
         lines.extend(f"      {problem}" for problem in state.problems)
     lines.extend(f"warning: {problem}" for problem in keys.problems)

@@ -24,8 +24,8 @@ from laneway.core.types import (
     LLMResponse,
     OCRResponse,
 )
+from laneway.engine.chain_stream import ChatStream
 from laneway.engine.gateway import Engine, chat_request
-from laneway.engine.stream import ChatStream
 from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse, structured
 from laneway.http.aiohttp import AiohttpTransport
 

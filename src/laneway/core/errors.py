@@ -74,6 +74,8 @@ class UnknownLane(LanewayError):
 class LaneNotReady(LanewayError):
     """The lane is configured but cannot run, e.g. a key variable is unset."""
 
+    code = "lane_not_ready"
+
     def __init__(self, lane: str, reasons: list[str]) -> None:
         super().__init__(f"lane {lane!r} is not ready: {'; '.join(reasons)}")
         self.lane = lane

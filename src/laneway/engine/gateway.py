@@ -33,14 +33,14 @@ from laneway.core.types import (
 )
 from laneway.engine import embedding
 from laneway.engine.call import CallLoop
+from laneway.engine.chain_stream import ChatStream
 from laneway.engine.embedding_cache import EmbeddingCache
-from laneway.engine.fallback import through_chain
+from laneway.engine.fallback import Chain, through_chain
 from laneway.engine.lane import Lane, Source, build_lanes
 from laneway.engine.ocr import run_ocr
 from laneway.engine.recording import CallClock, Recorder
 from laneway.engine.redaction import RedactingTransport
 from laneway.engine.response_cache import ResponseCache
-from laneway.engine.stream import ChatStream
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import estimate_tokens
 from laneway.providers.base import ChatResult
@@ -84,16 +84,23 @@ class Engine:
         self.embedding_cache = EmbeddingCache(self.cache)
         self.lanes: dict[str, Lane] = build_lanes(config, environ)
 
-    def lane(self, name: str, kind: str | None = None) -> Lane:
-        """The lane called ``name`` or aliased by it, ready to run (and of ``kind`` when given)."""
+    def lane(self, name: str, kind: str | None = None, *, ready: bool = True) -> Lane:
+        """The lane called ``name`` or aliased by it (of ``kind`` when given), ready to run
+        unless ``ready`` is false."""
         lane = self.lanes.get(self.config.lane_of(name))
         if lane is None:
             raise UnknownLane(name, sorted(self.lanes), self.config.aliases)
         if kind is not None and lane.kind != kind:
             raise RequestInvalid("model", f"lane {name!r} is a {lane.kind} lane, not {kind}")
-        if lane.problems:
+        if ready and lane.problems:
             raise LaneNotReady(name, lane.problems)
         return lane
+
+    def chain(self, name: str, kind: str, deadline: float | None, meta: CallMeta | None) -> Chain:
+        """One call's walk from the lane ``name`` down its ``fallback_lanes``
+        (``LaneNotReady`` when none of them can run)."""
+        first = self.lane(name, kind, ready=False)
+        return Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
 
     def deadline(self, lane: Lane, caller_seconds: float | None) -> Deadline:
         """The lane's deadline, tightened by the caller's own when that is shorter."""
@@ -116,12 +123,12 @@ class Engine:
 
         ``cache`` is the caller's say over the response cache (``no-cache``, ``no-store``).
         """
-        lane = self.lane(lane_name, "chat")
+        chain = self.chain(lane_name, "chat", deadline, meta)
 
         async def on(lane: Lane, seconds: float | None) -> LLMResponse:
             return await self.run_chat(lane, request, deadline=seconds, meta=meta, cache=cache)
 
-        return await through_chain(self.config, self.lanes, self.clock, lane, deadline, on)
+        return await through_chain(chain, on)
 
     async def run_chat(
         self,
@@ -212,10 +219,8 @@ class Engine:
         deadline: float | None = None,
         meta: CallMeta | None = None,
     ) -> ChatStream:
-        """A streaming chat call; iterate the result for chunks."""
-        lane = self.lane(lane_name, "chat")
-        lane.refuse_inexpressible(request, stream=True)
-        return ChatStream(self, lane, request, self.deadline(lane, deadline), meta)
+        """A streaming chat call on the lane and its fallback lanes; iterate it for chunks."""
+        return ChatStream(self, self.chain(lane_name, "chat", deadline, meta), request, meta)
 
     async def embed(
         self,
@@ -230,14 +235,14 @@ class Engine:
         Vectors are always asked for as floats: their lengths are checked against
         the lane's pin, which an encoded string would hide.
         """
-        lane = self.lane(lane_name, "embed")
+        chain = self.chain(lane_name, "embed", deadline, meta)
         if request.params.get("encoding_format", "float") != "float":
             raise RequestInvalid("encoding_format", "laneway returns float vectors only")
 
         async def on(lane: Lane, seconds: float | None) -> EmbeddingResponse:
             return await embedding.embed(self, lane, request, self.deadline(lane, seconds), meta)
 
-        return await through_chain(self.config, self.lanes, self.clock, lane, deadline, on)
+        return await through_chain(chain, on)
 
     async def ocr(
         self,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laneway.core.clock import Clock
-from laneway.core.errors import CallFailed
+from laneway.core.errors import CallFailed, LaneNotReady
 from laneway.core.records import CallMeta, CallObserver, CallRecord
 from laneway.engine.lane import Lane
 
@@ -44,13 +44,16 @@ class Recorder:
         error: BaseException,
         **fields: Any,
     ) -> None:
-        """Record a call that ended in ``error`` (or was cancelled by its caller)."""
+        """Record a call that ended in ``error``, was cancelled by its caller, or was skipped
+        because its lane cannot run (``LaneNotReady``)."""
         if not self.observers:
             return
         if isinstance(error, CallFailed):
             fields.setdefault("attempts", error.attempts)
             fields.setdefault("source", error.source)
             fields.setdefault("status", error.status)
+            code = error.code
+        elif isinstance(error, LaneNotReady):
             code = error.code
         else:
             code = "cancelled"

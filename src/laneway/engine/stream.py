@@ -1,4 +1,4 @@
-"""Streaming chat: retried like any call until content flows, honest after.
+"""Streaming chat on one lane: retried like any call until content flows, honest after.
 
 Before the first content reaches the caller, a stream that fails (error
 status, no first token within ``first_byte_timeout`` of sending the request,
@@ -21,6 +21,12 @@ provider's figures, or, for an answer broken off before its usage chunk, an
 estimate of what it consumed. A continued stream's usage is the sum of its
 segments', and each segment's attempt carries its own usage so the call is
 priced at each source's rate.
+
+A ``LaneStream`` is one lane's part of a streamed call; ``ChatStream``
+(``laneway.engine.chain_stream``) walks the lane's fallback chain with them.
+A lane may resume an answer an earlier lane of the chain began and broke off
+(``Resume``): every source is then asked afresh and its answer spliced, as
+under ``continue_on_cut: restart``, never continued from a prefill.
 """
 
 from __future__ import annotations
@@ -94,6 +100,14 @@ class _Part:
     usage: Usage
 
 
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """An answer an earlier lane of the chain began: the text sent, and the id its chunks carry."""
+
+    sent: str
+    answer_id: object
+
+
 class _Broken(Exception):
     """A segment ended before its final chunk; ``failure`` says how."""
 
@@ -135,11 +149,12 @@ class _Splice:
         return _with_content(chunk, seen[len(self.sent) :])
 
 
-class ChatStream:
-    """An async iterator of ``ChatChunk``; after it ends, the call's facts.
+class LaneStream:
+    """One lane's streamed call: an async iterator of ``ChatChunk``; after it ends, its facts.
 
     ``source``, ``attempts``, ``usage``, ``content`` and ``malformed_events``
-    are filled as the stream runs.
+    are filled as the stream runs. With ``resume``, it continues an answer an
+    earlier lane began (``content`` then starts with the text already sent).
     """
 
     def __init__(
@@ -149,8 +164,10 @@ class ChatStream:
         request: ChatRequest,
         deadline: Deadline,
         meta: CallMeta | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self._engine = engine
+        self._resume = resume
         self._meta = meta
         self._call = engine.recorder.start()
         self.lane = lane
@@ -163,9 +180,9 @@ class ChatStream:
         self._refusals: list[Attempt] = []
         self.malformed_events = 0
         self.first_token_at: float | None = None
-        self._content: list[str] = []
+        self._content: list[str] = [resume.sent] if resume is not None else []
         self._tool_deltas = False
-        self._answer_id: object = None
+        self._answer_id: object = resume.answer_id if resume is not None else None
         self._started = engine.clock.now()
         self._iterator: AsyncGenerator[ChatChunk, None] | None = None
 
@@ -215,7 +232,7 @@ class ChatStream:
         if self._iterator is not None:
             await self._iterator.aclose()
 
-    async def __aenter__(self) -> ChatStream:
+    async def __aenter__(self) -> LaneStream:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -249,7 +266,7 @@ class ChatStream:
 
     async def _segments_in_turn(self) -> AsyncGenerator[ChatChunk, None]:
         """The answer, segment after segment, until one finishes or none can continue."""
-        lane, continuation = self.lane, False
+        lane, continuation = self.lane, self._resume is not None
         while True:
             try:
                 segment = await self._open(lane, continuation)
@@ -316,7 +333,7 @@ class ChatStream:
         """
         if not continuation:
             return await self._opening(source, self._request, None)
-        if not source.config.accepts_prefill:
+        if self._resume is not None or not source.config.accepts_prefill:
             return await self._opening(source, self._request, _Splice(self.content))
         started = self._engine.clock.now()
         try:
@@ -510,7 +527,7 @@ class ChatStream:
         ``restart`` also asks the others afresh (their answer is spliced), unless
         tool-call deltas were sent, which a text comparison cannot vouch for.
         """
-        mode = lane.config.continue_on_cut
+        mode = "restart" if self._resume is not None else lane.config.continue_on_cut
         if not mode or self._deadline.expired(self._engine.clock.now()):
             return None
         restart = mode == "restart" and not self._tool_deltas
@@ -519,6 +536,18 @@ class ChatStream:
             s for s in lane.sources if s.name not in tried and (s.config.accepts_prefill or restart)
         ]
         return dataclasses.replace(lane, sources=sources) if sources else None
+
+    def handover(self) -> Resume | None:
+        """Where a later lane of the chain may resume this answer, broken after content was sent.
+
+        Only under ``continue_on_cut: restart`` (the later lane's answer is
+        spliced only if it begins with exactly the text sent), or when this
+        lane was itself resuming; never once tool-call deltas were sent.
+        """
+        restart = self._resume is not None or self.lane.config.continue_on_cut == "restart"
+        if not restart or self._tool_deltas:
+            return None
+        return Resume(self.content, self._answer_id)
 
 
 def _marked(attempts: tuple[Attempt, ...], continuation: bool) -> list[Attempt]:

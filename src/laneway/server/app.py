@@ -160,7 +160,7 @@ class Gateway:
         self.limits = limits if limits is not None else key_limits(engine.config, engine.clock)
         if metrics is not None and self.limits is not None:
             metrics.watch_key_refusals(self.limits.refusals)
-        self.states = lane_states(engine.lanes)
+        self.states = lane_states(engine.lanes, engine.config.fallback_chain)
         self.redactor = engine.redactor
         status, body = readiness_body(self.states, self.keys.problems, server.ready)
         self._ready = status, self.redactor.bytes(body)
@@ -352,7 +352,7 @@ class Gateway:
                     cache=cache_control(ex.headers),
                 )
                 limited.answered(result)
-        await self._reply(ex, lane, result, call.body(result))
+        await self._reply(ex, result, call.body(result))
 
     async def _stream(
         self,
@@ -385,7 +385,7 @@ class Gateway:
                     lane, call.request, deadline=deadline, meta=_meta(caller, ex)
                 )
                 limited.answered(result)
-        await self._reply(ex, lane, result, embeddings_body(result, call.base64))
+        await self._reply(ex, result, embeddings_body(result, call.base64))
 
     async def _ocr(self, ex: Exchange) -> None:
         """Mistral's ``POST /v1/ocr``: one image or PDF page, sent as a ``data:`` URL."""
@@ -403,7 +403,7 @@ class Gateway:
                     cache=cache_control(ex.headers),
                 )
                 limited.answered(result)
-        await self._reply(ex, lane, result, ocr_body(result, len(call.document)))
+        await self._reply(ex, result, ocr_body(result, len(call.document)))
 
     async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:
         """The caller, the JSON body and the lane it names (checked against the key)."""
@@ -435,15 +435,12 @@ class Gateway:
             yield
 
     async def _reply(
-        self,
-        ex: Exchange,
-        lane: str,
-        result: LLMResponse | EmbeddingResponse | OCRResponse,
-        body: bytes,
+        self, ex: Exchange, result: LLMResponse | EmbeddingResponse | OCRResponse, body: bytes
     ) -> None:
-        """A 200 answer with the headers every call carries."""
+        """A 200 answer with the headers every call carries; ``X-Laneway-Lane`` names the
+        lane that answered (the lane called, or one of its ``fallback_lanes``)."""
         headers = answer_headers(
-            lane, result.source, len(result.attempts), result.cache, result.usage
+            result.lane, result.source, len(result.attempts), result.cache, result.usage
         )
         await self._send(ex, Reply(200, body, headers))
 

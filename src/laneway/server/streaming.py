@@ -25,7 +25,7 @@ import orjson
 
 from laneway.core.errors import LanewayError
 from laneway.core.types import ChatChunk
-from laneway.engine.stream import ChatStream
+from laneway.engine.chain_stream import ChatStream
 from laneway.server.asgi import Send
 from laneway.server.errors import sse_error
 from laneway.server.render import answer_headers

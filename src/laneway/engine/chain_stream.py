@@ -1,0 +1,171 @@
+"""A streamed chat call over a lane and its ``fallback_lanes``.
+
+Until the first chunk reaches the caller, a lane whose stream fails (every
+source failed, its deadline share spent, a lane that is not ready) hands the
+call to the next lane of its chain, as a non-streamed call does
+(``laneway.engine.fallback``): each lane under its own policy and deadline
+share, the whole chain under the caller's one deadline.
+
+After content was sent, the lane's own ``continue_on_cut`` rules apply first.
+When its sources cannot continue the answer, the next lane of the chain
+resumes it only if the broken lane declares ``continue_on_cut: restart``:
+that lane's sources are asked afresh and their answer is spliced only if it
+begins with exactly the text already sent, never continued from a prefill,
+since a lane's ``accepts_prefill`` vouches only for its own sources. Otherwise
+(or after tool-call deltas) the stream ends with the error.
+
+Each lane's part leaves its own telemetry row (``LaneStream``); this object
+records nothing itself beyond the lanes skipped as not ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+from laneway.core.errors import CallFailed, RequestInvalid, StreamInterrupted
+from laneway.core.types import Attempt, ChatChunk, ChatRequest, Usage
+from laneway.core.usage import sum_usage
+from laneway.engine.stream import LaneStream, Resume
+
+if TYPE_CHECKING:
+    from laneway.core.records import CallMeta
+    from laneway.engine.fallback import Chain
+    from laneway.engine.gateway import Engine
+    from laneway.engine.lane import Lane
+
+
+class ChatStream:
+    """An async iterator of ``ChatChunk``; after it ends, the call's facts.
+
+    ``lane``, ``source``, ``attempts``, ``usage``, ``content`` and
+    ``malformed_events`` are filled as the stream runs. ``lane`` is the lane
+    streaming now; ``attempts`` lists earlier lanes' attempts first, each
+    named ``lane/source``.
+    """
+
+    def __init__(
+        self, engine: Engine, chain: Chain, request: ChatRequest, meta: CallMeta | None = None
+    ) -> None:
+        self._engine = engine
+        self._chain = chain
+        self._request = request
+        self._meta = meta
+        self._earlier_usage: list[Usage] = []
+        self._earlier_malformed = 0
+        self._ended = False
+        """The current lane's attempts are in the chain's ``tried``: the call failed."""
+        self._iterator: AsyncGenerator[ChatChunk, None] | None = None
+        first = self._next_lane(None)
+        assert first is not None, "a chain has a ready lane, or it raised LaneNotReady"
+        self._current = first
+
+    @property
+    def lane(self) -> Lane:
+        """The lane streaming now (the last tried, once the call failed)."""
+        return self._current.lane
+
+    @property
+    def source(self) -> str | None:
+        """The source answering now."""
+        return self._current.source
+
+    @property
+    def model(self) -> str | None:
+        """The model the answer's chunks name."""
+        return self._current.model
+
+    @property
+    def attempts(self) -> tuple[Attempt, ...]:
+        """Every attempt so far, earlier lanes' first (``lane/source``)."""
+        if self._ended:
+            return self._chain.tried
+        return self._chain.tried + self._current.attempts
+
+    @property
+    def usage(self) -> Usage | None:
+        """The stream's usage once it ended: the sum over every lane that sent part of it."""
+        current = self._current.usage
+        if not self._earlier_usage:
+            return current
+        parts = [*self._earlier_usage, *([current] if current is not None else [])]
+        return sum_usage(parts)
+
+    @property
+    def content(self) -> str:
+        """The answer forwarded so far."""
+        return self._current.content
+
+    @property
+    def malformed_events(self) -> int:
+        """Malformed events skipped over every lane's part."""
+        return self._earlier_malformed + self._current.malformed_events
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the call started."""
+        return self._chain.elapsed()
+
+    def __aiter__(self) -> AsyncGenerator[ChatChunk, None]:
+        if self._iterator is None:
+            alone = len(self._chain.lanes) == 1
+            self._iterator = aiter(self._current) if alone else self._run()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        """Stop the stream and release its upstream connection at once."""
+        if self._iterator is not None:
+            await self._iterator.aclose()
+
+    async def __aenter__(self) -> ChatStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run(self) -> AsyncGenerator[ChatChunk, None]:
+        delivered = False
+        while True:
+            try:
+                async with aclosing(aiter(self._current)) as chunks:
+                    async for chunk in chunks:
+                        delivered = True
+                        yield chunk
+                return
+            except CallFailed as exc:
+                following = self._after(exc, delivered)
+                if following is None:
+                    self._ended = True
+                    raise self._chain.last_failure() from None
+                self._current = following
+
+    def _after(self, failure: CallFailed, delivered: bool) -> LaneStream | None:
+        """The lane that takes over from the current one's ``failure``, if any may."""
+        broken = self._current
+        falls_back = self._chain.failed(broken.lane, failure)
+        if delivered:
+            resume = broken.handover() if isinstance(failure, StreamInterrupted) else None
+            following = self._next_lane(resume) if resume is not None else None
+        else:
+            following = self._next_lane(None) if falls_back else None
+        if following is not None:
+            if broken.usage is not None:
+                self._earlier_usage.append(broken.usage)
+            self._earlier_malformed += broken.malformed_events
+        return following
+
+    def _next_lane(self, resume: Resume | None) -> LaneStream | None:
+        """A stream on the chain's next lane that can carry the request, under its own deadline."""
+        engine, chain = self._engine, self._chain
+        while (turn := chain.next_lane()) is not None:
+            lane, left = turn
+            try:
+                lane.refuse_inexpressible(self._request, stream=True)
+            except RequestInvalid:
+                if chain.failure is None:
+                    raise
+                continue
+            deadline = engine.deadline(lane, left)
+            return LaneStream(engine, lane, self._request, deadline, self._meta, resume)
+        return None

@@ -1,0 +1,200 @@
+"""``fallback_lanes`` through the gateway: streams on every chat endpoint, and lanes that are
+not ready, end to end against the simulator (hits counted there, not timed)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from laneway.sim import RunningSim
+from laneway.sim._answers import answer_pieces
+from tests.helpers import sim_url, unique_spec
+from tests.server.support import HELLO, Records, config, hits, post, serve_gateway, source
+from tests.server.test_access_log import post as post_sync
+from tests.server.test_serve_cli import laneway_serve
+
+WORDS = 30
+FULL_ANSWER = "".join(answer_pieces(WORDS))
+UNSET = "LANEWAY_TEST_FALLBACK_UNSET_KEY"
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def lanes(primary: dict[str, Any], rescue: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    """``primary`` (falling back to ``rescue``) and ``rescue``, each of one source."""
+    return {
+        "primary": {"sources": [primary], "fallback_lanes": ["rescue"], **settings},
+        "rescue": {"sources": [rescue]},
+    }
+
+
+def unready(sim: RunningSim, spec: str) -> dict[str, Any]:
+    """A source whose key variable is unset."""
+    return source(sim, spec, api_key=f"os.environ/{UNSET}", name="keyed")
+
+
+async def stream_text(
+    http: aiohttp.ClientSession, url: str, body: dict[str, Any]
+) -> tuple[int, dict[str, str], str, list[Any]]:
+    """POST a streamed call: status, headers, the text deltas joined, and every data payload."""
+    async with http.post(url, json=body) as response:
+        raw = await response.read()
+        headers = dict(response.headers)
+    payloads = [
+        "[DONE]" if line == b"data: [DONE]" else orjson.loads(line.removeprefix(b"data: "))
+        for line in raw.splitlines()
+        if line.startswith(b"data: ")
+    ]
+    return response.status, headers, "".join(_delta(p) for p in payloads), payloads
+
+
+def _delta(payload: Any) -> str:
+    """The text a chunk adds, in any of the three wire formats."""
+    if not isinstance(payload, dict):
+        return ""
+    if payload.get("choices"):
+        return str(payload["choices"][0]["delta"].get("content") or "")
+    if payload.get("type") == "content_block_delta":
+        return str(payload["delta"].get("text") or "")
+    if payload.get("type") == "response.output_text.delta":
+        return str(payload["delta"])
+    return ""
+
+
+ENDPOINTS = [
+    ("chat/completions", {"messages": HELLO, "stream": True}),
+    ("messages", {"messages": HELLO, "stream": True, "max_tokens": 256}),
+    ("responses", {"input": "hello", "stream": True}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), ENDPOINTS, ids=[p for p, _ in ENDPOINTS])
+async def test_a_stream_failing_before_its_first_token_is_answered_by_the_next_lane(
+    sim: RunningSim, http: aiohttp.ClientSession, path: str, body: dict[str, Any]
+) -> None:
+    down, ok = unique_spec("status=503"), unique_spec(f"chunks={WORDS}")
+    records = Records()
+    settings = config(lanes(source(sim, down), source(sim, ok)))
+    with serve_gateway(settings, observers=[records]) as gw:
+        status, headers, text, _ = await stream_text(
+            http, f"{gw.v1}/{path}", {"model": "primary", **body}
+        )
+    assert status == 200 and text == FULL_ANSWER
+    assert headers["x-laneway-lane"] == "rescue" and headers["x-laneway-attempts"] == "2"
+    assert [(r.lane, r.outcome, r.stream) for r in records.records] == [
+        ("primary", "error", True),
+        ("rescue", "ok", True),
+    ]
+    assert (await hits(http, sim, down), await hits(http, sim, ok)) == (1, 1)
+
+
+async def test_a_stream_cut_under_restart_is_resumed_by_the_next_lane(
+    sim: RunningSim, http: aiohttp.ClientSession
+) -> None:
+    cut, ok = unique_spec(f"chunks={WORDS},cut_after=10"), unique_spec(f"chunks={WORDS}")
+    settings = config(lanes(source(sim, cut), source(sim, ok), continue_on_cut="restart"))
+    with serve_gateway(settings) as gw:
+        body = {"model": "primary", "messages": HELLO, "stream": True}
+        status, headers, text, payloads = await stream_text(http, f"{gw.v1}/chat/completions", body)
+    assert status == 200 and text == FULL_ANSWER and payloads[-1] == "[DONE]"
+    assert headers["x-laneway-lane"] == "primary", "the head went out on the primary"
+    assert len({p["id"] for p in payloads if isinstance(p, dict)}) == 1, "one answer"
+    assert (await hits(http, sim, cut), await hits(http, sim, ok)) == (1, 1)
+
+
+async def test_a_stream_cut_without_restart_ends_with_the_error_event(
+    sim: RunningSim, http: aiohttp.ClientSession
+) -> None:
+    cut, ok = unique_spec(f"chunks={WORDS},cut_after=10"), unique_spec(f"chunks={WORDS}")
+    settings = config(lanes(source(sim, cut), source(sim, ok)))
+    with serve_gateway(settings) as gw:
+        body = {"model": "primary", "messages": HELLO, "stream": True}
+        status, _, text, payloads = await stream_text(http, f"{gw.v1}/chat/completions", body)
+    assert status == 200 and text == "".join(answer_pieces(WORDS)[:10])
+    assert payloads[-1]["error"]["code"] == "stream_interrupted" and "[DONE]" not in payloads
+    assert await hits(http, sim, ok) == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_lane_that_is_not_ready_is_served_by_its_chain(
+    sim: RunningSim, http: aiohttp.ClientSession, stream: bool
+) -> None:
+    unused, ok = unique_spec("ok"), unique_spec(f"chunks={WORDS}")
+    records = Records()
+    settings = config(lanes(unready(sim, unused), source(sim, ok)))
+    with serve_gateway(settings, observers=[records]) as gw:
+        body = {"model": "primary", "messages": HELLO, "stream": stream}
+        async with http.post(f"{gw.v1}/chat/completions", json=body) as response:
+            assert response.status == 200
+            assert response.headers["x-laneway-lane"] == "rescue"
+        async with http.get(f"{gw.url}/readyz") as response:
+            ready = await response.json()
+            assert response.status == 200, "every lane can serve"
+    skipped, served = records.records
+    assert (skipped.lane, skipped.error, skipped.attempts[0].outcome) == (
+        "primary",
+        "lane_not_ready",
+        "not_ready",
+    )
+    assert UNSET in skipped.attempts[0].message
+    assert (served.lane, served.outcome) == ("rescue", "ok")
+    assert ready["lanes"]["primary"]["ready"] is False
+    assert ready["lanes"]["primary"]["serves_via"] == "rescue"
+    assert UNSET in ready["lanes"]["primary"]["problems"][0]
+    assert (await hits(http, sim, unused), await hits(http, sim, ok)) == (0, 1)
+
+
+async def test_a_chain_with_no_ready_lane_is_503_naming_every_lane(
+    sim: RunningSim, http: aiohttp.ClientSession
+) -> None:
+    first, second = unique_spec("ok"), unique_spec("ok")
+    settings = config(lanes(unready(sim, first), unready(sim, second)))
+    with serve_gateway(settings) as gw:
+        for stream in (False, True):
+            body = {"model": "primary", "messages": HELLO, "stream": stream}
+            status, _, answer = await post(http, f"{gw.v1}/chat/completions", body)
+            assert status == 503 and answer["error"]["code"] == "lane_not_ready"
+            assert "'primary'" in answer["error"]["message"]
+            assert "fallback lane 'rescue'" in answer["error"]["message"]
+        async with http.get(f"{gw.url}/readyz") as response:
+            ready = await response.json()
+            assert response.status == 503
+    assert ready["lanes"]["primary"]["serves_via"] is None
+    assert (await hits(http, sim, first), await hits(http, sim, second)) == (0, 0)
+
+
+def test_laneway_serve_logs_the_skipped_lane_and_why(sim: RunningSim, tmp_path: Path) -> None:
+    ok = sim_url(sim, unique_spec("ok"))
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        "lanes:\n"
+        "  primary:\n"
+        "    fallback_lanes: [rescue]\n"
+        f"    sources: [{{base_url: '{ok}', model: m, api_key: os.environ/{UNSET}}}]\n"
+        f"  rescue:\n    sources: [{{base_url: '{ok}', model: m}}]\n"
+        "telemetry: {url: none}\n"
+    )
+    with laneway_serve("--config", str(path)) as (proc, url, banner):
+        chat = f"{url}/v1/chat/completions"
+        assert post_sync(chat, {"model": "primary", "messages": HELLO}, {}) == 200
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=15)
+        assert proc.stdout is not None
+        output = proc.stdout.read().decode()
+    assert "NOT READY (served by fallback lane rescue)" in banner
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    skipped, served = lines
+    assert (skipped["lane"], skipped["error"]) == ("primary", "lane_not_ready")
+    assert UNSET in skipped["reason"]
+    assert (served["lane"], served["status"]) == ("rescue", 200)
