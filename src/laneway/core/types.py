@@ -63,7 +63,8 @@ class Attempt:
     """What one attempt met: the source, the outcome label, and how long it took.
 
     ``outcome`` is ``ok`` or a ``retry_on`` label (``503``, ``timeout``,
-    ``connect``, ``empty``, ``cut``...). ``waited`` is the time from its end
+    ``connect``, ``empty``, ``cut``...), or ``not_ready``: no request, one
+    problem of a lane skipped for its fallback lanes. ``waited`` is the time from its end
     to the next attempt's start: the backoff or Retry-After before going back
     to the same source, or admission's wait (0 when no attempt followed).
     ``continuation`` marks an attempt that continued a stream cut on an
