@@ -35,7 +35,7 @@ from laneway.chaos import upstream
 from laneway.chaos.metrics import CallRecord
 from laneway.chaos.runner import DEFAULT_STATE_URL, Outcome, outcome
 from laneway.chaos.scenarios import Scenario, build
-from laneway.core.clock import SystemClock
+from laneway.clocks import SystemClock
 from laneway.state import RedisStore
 
 ROOT = Path(__file__).resolve().parents[1]

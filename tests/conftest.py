@@ -11,6 +11,7 @@ import pytest
 
 from laneway.sim import RunningSim, start_in_thread
 from tests.state.conftest import redis_client, redis_prefix
+from tests.virtual import VirtualSim
 
 __all__ = ["redis_client", "redis_prefix"]
 """Redis fixtures for every directory: a Redis that does not answer skips locally, fails in CI."""
@@ -22,3 +23,9 @@ def sim() -> Iterator[RunningSim]:
     running = start_in_thread()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def vsim() -> VirtualSim:
+    """The simulator in the test's own loop, on a fresh virtual clock (see ``tests.virtual``)."""
+    return VirtualSim()

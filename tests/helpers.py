@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Protocol
 
 from laneway.config.models import LanewayConfig
-from laneway.sim import RunningSim
 
 _ids = itertools.count()
+
+
+class Upstream(Protocol):
+    """A simulator to point lanes at: loopback ``RunningSim`` or in-process ``VirtualSim``."""
+
+    @property
+    def base_url(self) -> str:
+        """Where the simulator answers."""
+        ...
 
 
 def unique_spec(spec: str) -> str:
@@ -17,12 +25,12 @@ def unique_spec(spec: str) -> str:
     return f"{spec},{tag}" if spec else tag
 
 
-def sim_url(sim: RunningSim, spec: str) -> str:
+def sim_url(sim: Upstream, spec: str) -> str:
     """The base URL of a simulated upstream with behaviour ``spec``."""
     return f"{sim.base_url}/b/{spec}/v1"
 
 
-def one_lane(sim: RunningSim, spec: str, name: str = "lane", **lane: Any) -> LanewayConfig:
+def one_lane(sim: Upstream, spec: str, name: str = "lane", **lane: Any) -> LanewayConfig:
     """A config with one lane of one source at ``sim`` behaving as ``spec``."""
     source = {"provider": "openai", "base_url": sim_url(sim, spec), "model": "sim-model"}
     body: dict[str, Any] = {"sources": [source], **lane}

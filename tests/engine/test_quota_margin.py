@@ -7,8 +7,8 @@ window let go of it, and was answered 429.
 
 from __future__ import annotations
 
+from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
-from laneway.core.clock import FakeClock
 from laneway.engine.admission import Admitted, CallSources, SourceAdmission
 from laneway.engine.lane import build_lane
 from laneway.policy.quota import HELD_PAST_WINDOW
@@ -17,7 +17,7 @@ from laneway.state.memory import MemoryStore
 
 
 async def test_a_slot_frees_only_after_the_window_and_the_margin() -> None:
-    clock = FakeClock()
+    clock = VirtualClock()
     admission = SourceAdmission(MemoryStore(clock), clock)
     source = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "rpm": 1}
     lane = build_lane("l", LaneConfig.model_validate({"sources": [source]}), {})

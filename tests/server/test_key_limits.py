@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
-from laneway.core.clock import SystemClock
 from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.server import Gateway

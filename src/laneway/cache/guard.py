@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from laneway.cache.port import CacheStore, CacheUnavailable
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 
 logger = logging.getLogger("laneway.cache")
 
@@ -25,7 +25,7 @@ class GuardedCache:
     def __init__(
         self,
         store: CacheStore,
-        clock: Clock,
+        clock: TimeSource,
         *,
         timeout: float = 0.5,
         retry_every: float = 5.0,

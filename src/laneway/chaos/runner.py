@@ -22,7 +22,7 @@ from laneway.chaos.drive import ReplicaRun, drive
 from laneway.chaos.metrics import CallRecord, Metrics, measure
 from laneway.chaos.scenarios import Scenario
 from laneway.chaos.targets import Target, judge
-from laneway.core.clock import SystemClock
+from laneway.clocks import SystemClock
 from laneway.state import RedisStore
 
 DEFAULT_STATE_URL = "redis://127.0.0.1:6379/0"

@@ -1,37 +1,46 @@
 """Clocks: the only source of time for policies and the engine.
 
-Policies take ``now`` as an argument; the engine reads it from a ``Clock`` so
-tests can substitute virtual time.
+Policies take ``now`` as an argument. Stores and caches read a ``TimeSource``.
+The engine waits and bounds its waits only through a ``Clock``, so a test can
+run it in virtual time (``laneway.clocks.VirtualClock``). The implementations
+that wait need an event loop, which core does not import: they live in
+``laneway.clocks``. ``FakeClock`` is the time source pure policy tests move by
+hand.
 """
 
 from __future__ import annotations
 
-import time
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 
-class Clock(Protocol):
-    """Monotonic time in seconds, plus wall time for HTTP dates."""
+class TimeSource(Protocol):
+    """Monotonic time in seconds, plus wall time for HTTP dates: time read, never waited on."""
 
     def now(self) -> float:
         """Return monotonic seconds."""
         ...
 
     def wall(self) -> float:
-        """Return Unix seconds (only for parsing HTTP-date headers)."""
+        """Return Unix seconds (only for parsing HTTP-date headers and records)."""
         ...
 
 
-class SystemClock:
-    """The process clock: ``time.monotonic`` and ``time.time``."""
+class Clock(TimeSource, Protocol):
+    """A time source that can also wait, and cut a wait short at a deadline of its own time."""
 
-    def now(self) -> float:
-        """Return monotonic seconds."""
-        return time.monotonic()
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of this clock's time."""
+        ...
 
-    def wall(self) -> float:
-        """Return Unix seconds."""
-        return time.time()
+    def deadline(self, at: float) -> AbstractAsyncContextManager[object]:
+        """A scope whose body is cancelled at ``at`` (this clock's ``now``), then ``TimeoutError``.
+
+        ``at`` is absolute, so nested scopes and retries share one end; ``inf``
+        means no deadline. Like ``asyncio.timeout_at``, the cancellation is
+        turned into ``TimeoutError`` only at the scope that set it.
+        """
+        ...
 
 
 class FakeClock:

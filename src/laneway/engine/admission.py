@@ -138,7 +138,7 @@ class SourceAdmission:
         memory.waiters.add(released)
         try:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(None if math.isinf(wait.seconds) else wait.seconds):
+                async with self.clock.deadline(self.clock.now() + wait.seconds):
                     await released.wait()
         finally:
             memory.waiters.discard(released)

@@ -1,6 +1,6 @@
 """The call loop: admission, attempts, backoff and pushback under one enforced deadline.
 
-The deadline is a cancel scope around the whole call (``asyncio.timeout_at``),
+The deadline is a cancel scope around the whole call (``Clock.deadline``),
 so an attempt, a backoff or an admission wait in flight when it passes is
 cancelled, and the caller gets ``DeadlineExceeded`` with the attempts made.
 Each attempt gets ``min(attempt_timeout, time left)``.
@@ -20,7 +20,6 @@ which settles it with the stream's real usage.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable
@@ -126,7 +125,7 @@ class CallLoop:
         start = self.clock.now()
         state = CallState(start=start, sources=CallSources(started=start))
         try:
-            async with asyncio.timeout_at(self._loop_time(deadline)):
+            async with self.clock.deadline(deadline.at):
                 return await self._attempts(lane, deadline, state, attempt, request_tokens, hold)
         except TimeoutError:
             now = self.clock.now()
@@ -135,11 +134,6 @@ class CallLoop:
             raise deadline_exceeded(
                 lane, attempts, now - state.start, deadline.budget, state.waiting
             ) from None
-
-    def _loop_time(self, deadline: Deadline) -> float | None:
-        if deadline.at == float("inf"):
-            return None
-        return asyncio.get_running_loop().time() + deadline.remaining(self.clock.now())
 
     async def _attempts(
         self,
@@ -237,7 +231,7 @@ class CallLoop:
         if bound >= deadline.remaining(now):
             return await attempt(source)
         try:
-            async with asyncio.timeout(bound):
+            async with self.clock.deadline(now + bound):
                 return await attempt(source)
         except TimeoutError:
             raise AttemptFailure(

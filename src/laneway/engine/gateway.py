@@ -9,9 +9,10 @@ from typing import Any
 
 from laneway.accounting.estimate import chat_usage_or_estimate
 from laneway.cache import CacheStore, GuardedCache, open_cache
+from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
 from laneway.config.secrets import redactor_for
-from laneway.core.clock import Clock, SystemClock
+from laneway.core.clock import Clock
 from laneway.core.errors import (
     AttemptFailure,
     CallFailed,

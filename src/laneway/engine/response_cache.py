@@ -26,7 +26,7 @@ import orjson
 
 from laneway.cache.port import CacheStore
 from laneway.config.models import ChatCacheConfig
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.core.types import CacheControl, CacheStatus, ChatRequest, LLMResponse, Reasoning, Usage
 from laneway.engine.lane import Lane
 
@@ -52,7 +52,7 @@ BYPASS = CacheLookup(None, "bypass")
 class ResponseCache:
     """Chat answers of every lane, in one store (see the module doc)."""
 
-    def __init__(self, store: CacheStore, clock: Clock) -> None:
+    def __init__(self, store: CacheStore, clock: TimeSource) -> None:
         self.store = store
         self.clock = clock
 

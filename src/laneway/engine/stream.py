@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
@@ -360,9 +361,10 @@ class LaneStream:
         attempt then, like one that answers and never streams a token.
         """
         limit = self.lane.config.first_byte_timeout
+        clock = self._engine.clock
         stack = AsyncExitStack()
         try:
-            async with asyncio.timeout(limit):
+            async with clock.deadline(math.inf if limit is None else clock.now() + limit):
                 opened = await self._first_token(source, request, stack)
                 opened.splice = splice
                 return opened
@@ -437,12 +439,13 @@ class LaneStream:
         self, events: AsyncIterator[ChatChunk], progress: _Progress
     ) -> ChatChunk | None:
         """The next chunk, waiting no longer than idle, grace and deadline allow."""
-        limits = [self._deadline.remaining(self._engine.clock.now())]
+        now = self._engine.clock.now()
+        limits = [self._deadline.remaining(now)]
         if self.lane.config.idle_timeout is not None:
             limits.append(self.lane.config.idle_timeout)
         if progress.finished:
             limits.append(FINAL_USAGE_GRACE)
-        async with asyncio.timeout(max(min(limits), 0.0)):
+        async with self._engine.clock.deadline(now + max(min(limits), 0.0)):
             return await anext(events, None)
 
     def _took(self, chunk: ChatChunk) -> ChatChunk:

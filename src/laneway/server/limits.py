@@ -35,7 +35,7 @@ from laneway.state.keys import KeyAsk, KeyLedger, KeyRefusal, open_key_ledger
 
 if TYPE_CHECKING:
     from laneway.accounting.pricer import Pricer
-    from laneway.core.clock import Clock
+    from laneway.core.clock import TimeSource
 
 _HEADER_NAMES = {
     "rpm": "requests",
@@ -120,7 +120,7 @@ class KeyLimits:
         keys: Sequence[KeyConfig],
         lanes: Mapping[str, tuple[str, Sequence[str]]],
         ledger: KeyLedger,
-        clock: Clock,
+        clock: TimeSource,
         pricer: Pricer | None,
     ) -> None:
         self.ledger = ledger
@@ -281,7 +281,7 @@ def _figure(value: float) -> str:
 
 def key_limits(
     config: LanewayConfig,
-    clock: Clock,
+    clock: TimeSource,
     *,
     pricer: Pricer | None = None,
     ledger: KeyLedger | None = None,

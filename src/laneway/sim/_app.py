@@ -163,10 +163,19 @@ def _parse_request(body: bytes) -> Request | None:
 
 
 class SimApp:
-    """ASGI app simulating OpenAI, Gemini and Anthropic upstreams whose faults are chosen by URL."""
+    """ASGI app simulating OpenAI, Gemini and Anthropic upstreams whose faults are chosen by URL.
 
-    def __init__(self) -> None:
-        self._state = SimState(started_at=time.monotonic())
+    ``now`` (monotonic) and ``wall`` (Unix) are where its time comes from, so
+    a test running the app in virtual time gives it the virtual clock; its
+    waits are the running loop's timers.
+    """
+
+    def __init__(
+        self, now: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time
+    ) -> None:
+        self._now = now
+        self._wall = wall
+        self._state = SimState(started_at=now())
         self._behaviours: dict[str, Behaviour] = {}
         self._completion_numbers = itertools.count(1)
         self._prompt_cache = PromptCache()
@@ -200,6 +209,11 @@ class SimApp:
             await self._serve_upstream(spec, method, f"/{endpoint}", scope, receive, send)
         else:
             await _send_reply(send, self._control_reply(method, path, scope))
+
+    def hit_times(self, spec: str) -> list[float]:
+        """When each request for ``spec`` arrived (seconds since the app's start), as ``/_hits``."""
+        times: list[float] = self._state.hits(spec)["times"]
+        return times
 
     def _control_reply(self, method: str, path: str, scope: Scope) -> Reply:
         if (method, path) == ("GET", "/healthz"):
@@ -238,13 +252,13 @@ class SimApp:
         self, behaviour: Behaviour, endpoint: str, request: Request, refusal: Refusal | None
     ) -> Reply | Iterator[Step]:
         if refusal is not None:
-            return error_reply(behaviour, refusal, time.time())
+            return error_reply(behaviour, refusal, self._wall())
         if endpoint == "/embeddings":
             return embeddings_reply(behaviour, request)
         if endpoint == "/models":
             return models_reply(behaviour)
         number = next(self._completion_numbers)
-        completion = plan_completion(behaviour, request, number, int(time.time()))
+        completion = plan_completion(behaviour, request, number, int(self._wall()))
         completion = self._cached(behaviour, completion, Call("chat", request))
         if wants_stream(request):
             return stream_steps(behaviour, completion, wants_stream_usage(request))
@@ -272,7 +286,7 @@ class SimApp:
         azure: AzureRoute | None = None,
     ) -> None:
         body = await _read_body(receive)
-        now = time.monotonic()
+        now = self._now()
         admitted = self._admit(spec, method, endpoint, body, now)
         if isinstance(admitted, Reply):
             await _send_reply(send, admitted)
@@ -307,7 +321,7 @@ class SimApp:
     ) -> None:
         """Serve Gemini or Anthropic: the same faults, read and written in the native form."""
         body = await _read_body(receive)
-        now = time.monotonic()
+        now = self._now()
         admitted = self._admit_native(dialect, spec, method, endpoint, body, now)
         if isinstance(admitted, Reply):
             await _send_reply(send, admitted)
@@ -352,17 +366,19 @@ class SimApp:
         self, dialect: Dialect, behaviour: Behaviour, call: Call, refusal: Refusal | None
     ) -> Reply | Iterator[Step]:
         if refusal is not None:
-            return native_refusal(dialect, behaviour, refusal, time.time())
+            return native_refusal(dialect, behaviour, refusal, self._wall())
         if call.kind == "embed":
             return dialect.embed(behaviour, call.request)
         number = next(self._completion_numbers)
-        completion = plan_completion(behaviour, call.request, number, int(time.time()))
+        completion = plan_completion(behaviour, call.request, number, int(self._wall()))
         completion = self._cached(behaviour, completion, call)
         if call.stream:
             return native_steps(behaviour, completion, dialect.writer(completion))
         return dialect.chat(completion)
 
 
-def create_app() -> SimApp:
-    """Create a sim with fresh state; its clock (hit times, flap phase) starts now."""
-    return SimApp()
+def create_app(
+    now: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time
+) -> SimApp:
+    """Create a sim with fresh state; its clock (hit times, flap phase) starts ``now()``."""
+    return SimApp(now, wall)

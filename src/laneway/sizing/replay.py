@@ -19,15 +19,14 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
-from laneway.core.clock import FakeClock
 from laneway.core.errors import AttemptFailure, CallFailed
 from laneway.core.failures import FailureKind
 from laneway.engine.call import CallLoop
 from laneway.engine.lane import Lane, LaneMemory, Source, build_lane
 from laneway.policy.deadline import Deadline
 from laneway.sizing.samples import RecordedAttempt, RecordedCall
-from laneway.sizing.virtual import run_virtual
 from laneway.state.memory import MemoryStore
 
 REJECTIONS = frozenset({400, 401, 403, 404, 422})
@@ -77,7 +76,7 @@ def replay(
     """Replay ``calls`` on lane ``name`` as ``config`` would run them, in virtual time."""
     if not calls:
         return []
-    clock = FakeClock()
+    clock = VirtualClock()
     lane = build_lane(name, _keyless(config), {})
     pools = _pools(calls)
     rng = random.Random(seed)
@@ -85,10 +84,10 @@ def replay(
     async def all_calls() -> list[Replayed]:
         return [await _one(lane, clock, _Script(call, pools, rng), call.stream) for call in calls]
 
-    return run_virtual(all_calls(), clock)
+    return clock.run(all_calls())
 
 
-async def _one(lane: Lane, clock: FakeClock, script: _Script, stream: bool) -> Replayed:
+async def _one(lane: Lane, clock: VirtualClock, script: _Script, stream: bool) -> Replayed:
     lane.memory = LaneMemory()
     loop = CallLoop(clock, random.Random(0), MemoryStore(clock))
     first_byte = lane.config.first_byte_timeout if stream else None
@@ -96,11 +95,11 @@ async def _one(lane: Lane, clock: FakeClock, script: _Script, stream: bool) -> R
     async def attempt(source: Source) -> _Answer:
         step = script.next(source.name)
         if first_byte is not None and (step.censored or step.elapsed > first_byte):
-            await asyncio.sleep(first_byte)
+            await clock.sleep(first_byte)
             raise AttemptFailure(FailureKind.TIMEOUT, "no first token within first_byte_timeout")
         if step.censored:
             await asyncio.get_running_loop().create_future()
-        await asyncio.sleep(step.elapsed)
+        await clock.sleep(step.elapsed)
         if step.ok:
             return _Answer()
         raise _failure(step)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.core.extras import require
 from laneway.core.lazy import lazy_attributes
 from laneway.state.base import (
@@ -53,7 +53,9 @@ __all__ = [
 ]
 
 
-def open_store(url: str | None, clock: Clock, fallback_share: float | None = None) -> SourceStore:
+def open_store(
+    url: str | None, clock: TimeSource, fallback_share: float | None = None
+) -> SourceStore:
     """The store for ``state.url``: in-process without one, Redis (with fallback) with one.
 
     ``fallback_share`` is ``state.fallback_share`` (see ``FallbackStore``).

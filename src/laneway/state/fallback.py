@@ -39,7 +39,7 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.state.base import Admission, Ask, SourceRecord
 from laneway.state.memory import MemoryStore
 from laneway.state.redis_store import RedisStore
@@ -57,7 +57,7 @@ class FallbackStore:
         self,
         shared: RedisStore,
         local: MemoryStore,
-        clock: Clock,
+        clock: TimeSource,
         *,
         timeout: float = 0.5,
         retry_every: float = 1.0,

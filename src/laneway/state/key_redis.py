@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.state import lua
 from laneway.state.keys import (
     CONCURRENCY_WAIT,
@@ -105,7 +105,7 @@ return 1
 class RedisKeyLedger:
     """Every key's windows, slots and spend in Redis, under ``prefix``."""
 
-    def __init__(self, client: Redis, clock: Clock, *, prefix: str = "laneway") -> None:
+    def __init__(self, client: Redis, clock: TimeSource, *, prefix: str = "laneway") -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix
@@ -114,7 +114,7 @@ class RedisKeyLedger:
 
     @classmethod
     def from_url(
-        cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
+        cls, url: str, clock: TimeSource, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisKeyLedger:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
         return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
@@ -198,7 +198,7 @@ class FallbackKeyLedger:
     def __init__(
         self,
         shared: RedisKeyLedger,
-        clock: Clock,
+        clock: TimeSource,
         *,
         timeout: float = 0.5,
         retry_every: float = 1.0,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.state.window import SlidingWindow
 
 SLOT_LEASE = 900.0
@@ -110,7 +110,7 @@ class _KeyState:
 class MemoryKeyLedger:
     """Every key's figures in this process (no ``state.url``, or Redis unreachable)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: TimeSource) -> None:
         self.clock = clock
         self._keys: dict[str, _KeyState] = {}
 
@@ -175,7 +175,7 @@ class MemoryKeyLedger:
         return KeyRefusal("tpm", ask.tpm, wait)
 
 
-def open_key_ledger(url: str | None, clock: Clock, *, prefix: str = "laneway") -> KeyLedger:
+def open_key_ledger(url: str | None, clock: TimeSource, *, prefix: str = "laneway") -> KeyLedger:
     """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one."""
     if url is None:
         return MemoryKeyLedger(clock)

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.state.base import (
     EMPTY_RECORD,
     LOG_SIZE,
@@ -59,7 +59,7 @@ class _SourceState:
 class MemoryStore:
     """Quota windows, outcome logs and probe leases in this process's memory."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: TimeSource) -> None:
         self.clock = clock
         self._sources: dict[tuple[str, str], _SourceState] = {}
 

@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from laneway.core.clock import Clock
+from laneway.core.clock import TimeSource
 from laneway.state import lua
 from laneway.state.base import (
     LOG_SIZE,
@@ -35,7 +35,7 @@ LOG_TTL_MS = 600_000
 class RedisStore:
     """Quota windows, outcome logs and probe leases in Redis, under ``prefix``."""
 
-    def __init__(self, client: Redis, clock: Clock, *, prefix: str = "laneway") -> None:
+    def __init__(self, client: Redis, clock: TimeSource, *, prefix: str = "laneway") -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix
@@ -46,7 +46,7 @@ class RedisStore:
 
     @classmethod
     def from_url(
-        cls, url: str, clock: Clock, *, prefix: str = "laneway", timeout: float = 0.5
+        cls, url: str, clock: TimeSource, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisStore:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
         return cls(fast_failing_client(url, timeout), clock, prefix=prefix)

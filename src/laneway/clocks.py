@@ -1,0 +1,111 @@
+"""The clocks the engine waits on: the system's, and a virtual one for tests and replays.
+
+Both wait through asyncio, which ``laneway.core`` may not import, so they live
+here, below the engine and beside the other adapters. ``SystemClock`` is
+``time.monotonic`` plus the running loop's timers. ``VirtualClock`` is a
+``FakeClock`` whose sleeps and deadlines run on ``VirtualTimeLoop``: an event
+loop that, instead of blocking in ``select``, moves the clock to the next
+timer. Code that awaits only timers (the call loop against an in-process
+upstream) runs there exactly as in real time, deterministically, in
+microseconds. Real sockets do not belong on it: there is nothing to wait for
+in virtual time, so a socket that is not ready at once would read as silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import selectors
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from laneway.core.clock import FakeClock
+
+T = TypeVar("T")
+
+
+def _scope_at(clock_now: float, at: float) -> asyncio.Timeout:
+    """``asyncio.timeout_at`` for ``at`` on a clock that reads ``clock_now`` at this moment.
+
+    The loop's own time may run on another origin (uvloop's is libuv's cached
+    millisecond clock), so the deadline crosses over as time left, not as a
+    reading.
+    """
+    if math.isinf(at):
+        return asyncio.timeout(None)
+    return asyncio.timeout_at(asyncio.get_running_loop().time() + (at - clock_now))
+
+
+class SystemClock:
+    """The process clock: ``time.monotonic``, ``time.time`` and the running loop's timers."""
+
+    def now(self) -> float:
+        """Return monotonic seconds."""
+        return time.monotonic()
+
+    def wall(self) -> float:
+        """Return Unix seconds."""
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on the running loop."""
+        await asyncio.sleep(seconds)
+
+    def deadline(self, at: float) -> asyncio.Timeout:
+        """Cancel the body at monotonic ``at`` (``inf``: never), raising ``TimeoutError``."""
+        return _scope_at(self.now(), at)
+
+
+class NothingScheduled(RuntimeError):
+    """The virtual loop would wait forever: no timer is set and nothing is ready."""
+
+
+class _TimeTravellingSelector(selectors.SelectSelector):
+    """Polls without blocking; where ``select`` would block, advances the clock instead."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        events = super().select(0)
+        if events or timeout == 0:
+            return events
+        if timeout is None:
+            raise NothingScheduled("virtual time: nothing is scheduled, the loop would hang")
+        self._clock.advance(timeout)
+        return events
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """A selector event loop on ``clock``'s virtual time."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(_TimeTravellingSelector(clock))
+        self.clock = clock
+
+    def time(self) -> float:
+        """The clock's virtual now (what timers and ``asyncio.timeout`` read)."""
+        return self.clock.now()
+
+
+class VirtualClock(FakeClock):
+    """Virtual time that waits: ``sleep`` and ``deadline`` cost no real time under ``run``.
+
+    Its waits are the running loop's timers, so they are virtual only on the
+    ``VirtualTimeLoop`` that ``run`` makes for this clock.
+    """
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of virtual time."""
+        await asyncio.sleep(seconds)
+
+    def deadline(self, at: float) -> asyncio.Timeout:
+        """Cancel the body at virtual ``at`` (``inf``: never), raising ``TimeoutError``."""
+        return _scope_at(self.now(), at)
+
+    def run(self, main: Coroutine[Any, Any, T]) -> T:
+        """Run ``main`` to completion on a ``VirtualTimeLoop`` over this clock."""
+        with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(self)) as runner:
+            return runner.run(main)
