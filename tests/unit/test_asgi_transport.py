@@ -1,4 +1,4 @@
-"""``AsgiTransport``: an in-process upstream behaves, where the engine can tell, like a socket one."""
+"""``AsgiTransport``: an in-process upstream acts, where the engine can tell, like a socket one."""
 
 from __future__ import annotations
 
