@@ -11,7 +11,7 @@ Write the test as usual, ask for the ``vsim`` fixture and decorate it with
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from laneway import Laneway
@@ -41,9 +41,12 @@ class VirtualSim:
         """When each request for ``spec`` arrived, in virtual seconds since the sim started."""
         return self.app.hit_times(spec)
 
-    def laneway(self, config: LanewayConfig) -> Laneway:
-        """The library on this sim and this clock."""
-        return Laneway.from_settings(config, environ={}, transport=self.transport, clock=self.clock)
+    def laneway(self, config: LanewayConfig, environ: Mapping[str, str] | None = None) -> Laneway:
+        """The library on this sim and this clock (``environ``: none unless given)."""
+        env = environ or {}
+        return Laneway.from_settings(
+            config, environ=env, transport=self.transport, clock=self.clock
+        )
 
 
 def in_virtual_time(test: TestFn) -> Callable[..., None]:

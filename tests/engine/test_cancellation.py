@@ -32,7 +32,7 @@ async def test_cancel_leaves_nothing_behind(sim, spec, policy) -> None:
     config = one_lane(sim, unique_spec(spec), deadline="30s", **policy)
     lw = Laneway.from_settings(config, environ={}, transport=transport)
     task = asyncio.create_task(lw.chat("lane", MESSAGES))
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

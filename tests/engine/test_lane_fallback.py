@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,14 @@ from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.errors import DeadlineExceeded, UpstreamRejected
 from laneway.sim import RunningSim
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import Upstream, sim_url, unique_spec
 from tests.state.test_deployments import count
+from tests.virtual import VirtualSim, in_virtual_time
 
 HELLO = [{"role": "user", "content": "hello"}]
 
 
-def lanes(sim: RunningSim, specs: dict[str, str], **bodies: dict[str, Any]) -> LanewayConfig:
+def lanes(sim: Upstream, specs: dict[str, str], **bodies: dict[str, Any]) -> LanewayConfig:
     """One lane per spec; ``bodies`` add lane settings (``fallback_lanes``, deadlines)."""
     out = {
         name: {
@@ -54,24 +54,26 @@ async def test_the_callers_own_rejection_does_not_fall_back(sim: RunningSim) -> 
     assert await count(sim, ok) == 0
 
 
-async def test_the_chain_ends_by_the_callers_deadline(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_the_chain_ends_by_the_callers_deadline(vsim: VirtualSim) -> None:
     slow, slower = unique_spec("sleep=5"), unique_spec("sleep=5")
     config = lanes(
-        sim,
+        vsim,
         {"primary": slow, "rescue": slower},
         primary={"deadline": "600ms", "fallback_lanes": ["rescue"]},
         rescue={"deadline": "5s"},
     )
-    async with Laneway.from_settings(config, environ={}) as lw:
-        started = time.perf_counter()
+    async with vsim.laneway(config) as lw:
+        started = vsim.clock.now()
         with pytest.raises(DeadlineExceeded) as failed:
             await lw.chat("primary", HELLO, deadline=1.2)
-        elapsed = time.perf_counter() - started
-    assert 1.2 <= elapsed < 1.2 + 0.5
+        elapsed = vsim.clock.now() - started
+    assert elapsed == pytest.approx(1.2)
     assert [a.source for a in failed.value.attempts] == [
         "primary/openai:sim-model",
         "rescue/openai:sim-model",
     ]
+    assert [a.elapsed for a in failed.value.attempts] == [pytest.approx(0.6)] * 2
 
 
 async def test_embed_lanes_fall_back_too(sim: RunningSim) -> None:

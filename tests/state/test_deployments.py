@@ -21,6 +21,7 @@ from laneway.sim import RunningSim
 from tests.helpers import sim_url, unique_spec
 from tests.server.support import hits
 from tests.state.conftest import REDIS_URL, delete_keys
+from tests.virtual import VirtualSim, in_virtual_time
 
 HELLO = [{"role": "user", "content": "hello"}]
 RPM = 4
@@ -51,16 +52,17 @@ async def count(sim: RunningSim, spec: str) -> int:
         return await hits(http, sim, spec)
 
 
-async def test_one_deployment_in_two_lanes_never_exceeds_its_rpm(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_one_deployment_in_two_lanes_never_exceeds_its_rpm(vsim: VirtualSim) -> None:
     spec = unique_spec("ok")
-    deployment = {"base_url": sim_url(sim, spec), "model": "sim-model", "rpm": RPM}
+    deployment = {"base_url": sim_url(vsim, spec), "model": "sim-model", "rpm": RPM}
     config = shared(
         {"acct": deployment}, {"a": [{"deployment": "acct"}], "b": [{"deployment": "acct"}]}
     )
-    async with Laneway.from_settings(config, environ={}) as lw:
+    async with vsim.laneway(config) as lw:
         results = await calls(lw, ["a", "b"], RPM)
     assert tally(results) == (RPM, RPM)
-    assert await count(sim, spec) == RPM
+    assert vsim.hits(spec) == RPM
 
 
 async def test_two_replicas_on_redis_share_a_deployments_rpm(
@@ -83,18 +85,19 @@ async def test_two_replicas_on_redis_share_a_deployments_rpm(
     assert await count(sim, spec) == RPM
 
 
-async def test_a_quota_group_holds_several_deployments_to_one_rpm(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_a_quota_group_holds_several_deployments_to_one_rpm(vsim: VirtualSim) -> None:
     specs = [unique_spec("ok"), unique_spec("ok")]
     deployments = {
-        f"model-{i}": {"base_url": sim_url(sim, spec), "model": f"m{i}", "quota_group": "acct"}
+        f"model-{i}": {"base_url": sim_url(vsim, spec), "model": f"m{i}", "quota_group": "acct"}
         for i, spec in enumerate(specs)
     }
     lanes = {"a": [{"deployment": "model-0"}], "b": [{"deployment": "model-1"}]}
     config = shared(deployments, lanes, quota_groups={"acct": {"rpm": RPM}})
-    async with Laneway.from_settings(config, environ={}) as lw:
+    async with vsim.laneway(config) as lw:
         results = await calls(lw, ["a", "b"], RPM)
     assert tally(results) == (RPM, RPM)
-    assert sum([await count(sim, spec) for spec in specs]) == RPM
+    assert sum(vsim.hits(spec) for spec in specs) == RPM
 
 
 async def test_a_breaker_opened_through_one_lane_is_seen_by_the_other(sim: RunningSim) -> None:

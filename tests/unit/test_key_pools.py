@@ -7,16 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from laneway import Laneway
 from laneway.cli.main import main
 from laneway.config import parse_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.engine.lane import build_lanes, pooled_keys
 from laneway.errors import DeadlineExceeded
-from laneway.sim import RunningSim
 from tests.helpers import sim_url, unique_spec
-from tests.state.test_deployments import count
+from tests.virtual import VirtualSim, in_virtual_time
 
 POOLED = """
 deployments:
@@ -76,10 +74,11 @@ def test_each_key_needs_a_variable() -> None:
         parse_config(POOLED.replace("os.environ/OPENROUTER_API_KEY", "sk-literal"))
 
 
-async def test_two_keys_carry_twice_one_keys_rpm(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_two_keys_carry_twice_one_keys_rpm(vsim: VirtualSim) -> None:
     spec = unique_spec("ok")
     deployment = {
-        "base_url": sim_url(sim, spec),
+        "base_url": sim_url(vsim, spec),
         "model": "sim-model",
         "api_key": "os.environ/SIM_KEY",
         "each_key": True,
@@ -92,13 +91,13 @@ async def test_two_keys_carry_twice_one_keys_rpm(sim: RunningSim) -> None:
         }
     )
     hello = [{"role": "user", "content": "hello"}]
-    async with Laneway.from_settings(config, environ={"SIM_KEY": "a,b"}) as lw:
+    async with vsim.laneway(config, environ={"SIM_KEY": "a,b"}) as lw:
         results = await asyncio.gather(
             *(lw.chat("lane", hello) for _ in range(5)), return_exceptions=True
         )
     assert sum(not isinstance(r, BaseException) for r in results) == 4
     assert sum(isinstance(r, DeadlineExceeded) for r in results) == 1
-    assert await count(sim, spec) == 4
+    assert vsim.hits(spec) == 4
 
 
 def test_check_writes_env_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
