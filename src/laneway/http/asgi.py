@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 
 Message = MutableMapping[str, Any]
@@ -74,13 +75,15 @@ class _Exchange:
         """Wait for the response head; an app that ends without one cut the connection."""
         await self.head.wait()
         if not self.status:
-            raise AttemptFailure("connect", f"upstream closed before answering{self._why()}")
+            raise AttemptFailure(
+                FailureKind.CONNECT, f"upstream closed before answering{self._why()}"
+            )
 
     async def next_chunk(self) -> bytes | None:
         """The next body chunk, ``None`` at a complete end; ``cut`` if the app stopped short."""
         chunk = await self.chunks.get()
         if chunk is None:
-            raise AttemptFailure("cut", f"answer broken off{self._why()}")
+            raise AttemptFailure(FailureKind.CUT, f"answer broken off{self._why()}")
         return None if chunk == _END else chunk
 
     def _why(self) -> str:
@@ -161,7 +164,9 @@ class AsgiTransport:
             body = await answer.read()
         limit = request.max_bytes
         if limit is not None and len(body) > limit:
-            raise AttemptFailure("too_large", f"answer exceeds the response limit of {limit} bytes")
+            raise AttemptFailure(
+                FailureKind.TOO_LARGE, f"answer exceeds the response limit of {limit} bytes"
+            )
         return HttpResponse(answer.status, answer.headers, body)
 
     @asynccontextmanager
