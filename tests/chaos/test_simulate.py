@@ -7,6 +7,7 @@ No assertion is tied to a target: targets are benchmark figures, judged in
 from __future__ import annotations
 
 import json
+import re
 
 import aiohttp
 import pytest
@@ -39,7 +40,12 @@ def test_simulate_renders_every_scenario(sim: RunningSim, capsys, tmp_path) -> N
     ]
     for name in ("1 throttle", "2 pool", "3 slow", "4 recovery", "5 replicas"):
         assert any(line.startswith(name) for line in out.splitlines()), name
-    assert "4 recovery: request 7 answered: x x x x x x ok -> met" in out
+    recovery = next(line for line in out.splitlines() if line.startswith("4 recovery"))
+    assert recovery.endswith("request 7 answered: met (x x x x x x ok)")
+    table = out[out.index(header) : out.index("notes:") if "notes:" in out else None]
+    verdicts = re.findall(r"(\S*) (?:NOT )?met \(", table)
+    assert len(verdicts) >= 7, table
+    assert all(before.endswith(":") or before == "NOT" for before in verdicts), table
     figures = {entry["scenario"]: entry for entry in json.loads(report.read_text())}
     assert figures["recovery"]["metrics"]["answered"] == [False] * 6 + [True]
     assert figures["recovery"]["metrics"]["hits"] == 7

@@ -80,7 +80,7 @@ def test_the_image_installs_the_extras_the_config_needs() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = set(re.findall(r"--extra (\w+)", dockerfile))
-    assert extras == {"redis", "postgres"} <= set(project["optional-dependencies"])
+    assert extras == {"redis", "postgres", "otel"} <= set(project["optional-dependencies"])
     assert 'ENTRYPOINT ["laneway"]' in dockerfile and "laneway" in project["scripts"]
     port = serve.parser().parse_args(gateway()["command"][1:]).port
     assert f"EXPOSE {port}" in dockerfile

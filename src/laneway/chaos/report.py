@@ -52,13 +52,18 @@ def verdict(outcome: Outcome) -> str:
 
 
 def describe(target: Target) -> str:
-    """``goal: measured -> met`` (or ``NOT met``)."""
-    return f"{target.goal}: {target.measured} -> {'met' if target.met else 'NOT met'}"
+    """``goal: met (measured)`` (or ``NOT met``): the verdict next to what it judges."""
+    return f"{target.goal}: {'met' if target.met else 'NOT met'} ({target.measured})"
 
 
 def target_lines(outcome: Outcome) -> list[str]:
     """The scenario's targets, then how its calls failed, then its notes, one per line."""
-    lines = [describe(t) for t in outcome.targets]
+    return [describe(t) for t in outcome.targets] + note_lines(outcome)
+
+
+def note_lines(outcome: Outcome) -> list[str]:
+    """How the scenario's calls failed, then its notes, one per line."""
+    lines = []
     if outcome.metrics is not None and outcome.metrics.failures:
         counts = ", ".join(f"{label} {count}" for label, count in outcome.metrics.failures)
         lines.append(f"failed calls: {counts}")
@@ -66,15 +71,28 @@ def target_lines(outcome: Outcome) -> list[str]:
 
 
 def text_table(outcomes: Sequence[Outcome]) -> str:
-    """The figures as an aligned table, the targets below it."""
-    rows = [list(HEADER), *(cells(o) for o in outcomes)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines += ["", "targets:"]
+    """The figures as an aligned table, each target named beside its verdict.
+
+    A scenario's first target sits in its row; further ones continue on the
+    lines below, so no "met" stands alone. Failed calls and notes follow the table.
+    """
+    rows = [list(HEADER)]
     for outcome in outcomes:
-        s = outcome.scenario
-        lines += [f"  {s.number} {s.key}: {line}" for line in target_lines(outcome)]
+        row = cells(outcome)
+        judged = [describe(t) for t in outcome.targets] or [row[-1]]
+        rows.append([*row[:-1], judged[0]])
+        rows += [[*[""] * (len(HEADER) - 1), more] for more in judged[1:]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER) - 1)]
+    lines = [
+        "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    ]
+    lines.insert(1, "  ".join([*("-" * w for w in widths), "-" * len(HEADER[-1])]))
+    notes = [
+        f"  {o.scenario.number} {o.scenario.key}: {line}" for o in outcomes for line in note_lines(o)
+    ]
+    if notes:
+        lines += ["", "notes:", *notes]
     return "\n".join(line.rstrip() for line in lines)
 
 
