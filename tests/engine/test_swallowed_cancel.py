@@ -20,7 +20,7 @@ from laneway import Laneway
 from laneway.config.models import LanewayConfig
 from laneway.errors import DeadlineExceeded
 from laneway.sim import RunningSim
-from laneway.state.base import Admission, Ask, SourceRecord, SourceStore
+from laneway.state.base import Admission, Ask, Peek, SourceRecord, SourceStore
 from tests.helpers import sim_url, unique_spec
 
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -46,6 +46,11 @@ class SwallowingStore:
 
     async def release(self, lane: str, ask: Ask) -> None:
         await self.inner.release(lane, ask)
+
+    async def peek(
+        self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
+    ) -> Peek:
+        return await self.inner.peek(lane, sources, quotas)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

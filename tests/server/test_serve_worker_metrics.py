@@ -1,4 +1,5 @@
-"""``laneway serve --workers 2``: one scrape of ``/metrics`` reports both workers' calls."""
+"""``laneway serve --workers 2``: one scrape of ``/metrics`` (or ``/status.json``) reports
+both workers' calls."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def requests_total(text: str) -> float:
     )
 
 
-def scrape(url: str) -> str:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+def scrape(url: str, path: str = "/metrics") -> str:
+    with urllib.request.urlopen(f"{url}{path}", timeout=10) as response:
         return str(response.read().decode())
 
 
@@ -90,6 +91,9 @@ def test_a_scrape_reports_every_worker(sim, tmp_path) -> None:
         assert len(counts) == 2 and all(counts), counts  # both workers answered calls
         for _ in range(4):  # whichever worker takes the scrape reports the whole server
             assert requests_total(scrape(url)) == sent
+            status = orjson.loads(scrape(url, "/status.json"))
+            assert status["worker"]["history"] == "every worker"
+            assert status["lanes"][0]["hour"]["requests"] == sent
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
     assert not list(tmp_path.glob("laneway-metrics-*"))  # the supervisor removed its folder

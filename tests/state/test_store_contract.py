@@ -12,7 +12,7 @@ import pytest
 
 from laneway.core.clock import FakeClock
 from laneway.state import MemoryStore, RedisStore, SourceStore
-from laneway.state.base import LOG_SIZE, Ask
+from laneway.state.base import LOG_SIZE, Ask, QuotaUse
 
 LANE = "lane"
 SOURCES = ["a", "b"]
@@ -121,3 +121,21 @@ async def test_outcomes_are_logged_in_the_callers_time_and_capped(subject: Subje
 async def test_a_neutral_outcome_is_not_logged(subject: Subject) -> None:
     record = await subject.store.settle(LANE, ask(), None, None)
     assert record.marks == () and record.last_ok is None
+
+
+async def test_peek_reads_records_and_quota_use_without_changing_them(subject: Subject) -> None:
+    store = subject.store
+    empty = await store.peek(LANE, SOURCES, [("a", 60.0)])
+    assert empty.records["a"].marks == () and empty.quotas["a"] == QuotaUse(0, 0)
+    first = ask(ticket="t1", tokens=100, rpm=5, tpm=1000)
+    await subject.admit(first)
+    await store.settle(LANE, first, 40, "failed")
+    subject.clock.advance(30.0)
+    await subject.admit(ask(ticket="t2", tokens=70, rpm=5, tpm=1000))
+    peek = await store.peek(LANE, SOURCES, [("a", 60.0)])
+    assert peek.quotas["a"] == QuotaUse(2, 110)
+    assert [m.code for m in peek.records["a"].marks] == ["failed"]
+    subject.clock.advance(31.0)
+    assert (await store.peek(LANE, SOURCES, [("a", 60.0)])).quotas["a"] == QuotaUse(1, 70)
+    again = await subject.admit(ask(ticket="t3", tokens=0, rpm=2))
+    assert again.granted is not None, "peeking reserved nothing"

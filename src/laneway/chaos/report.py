@@ -89,7 +89,9 @@ def text_table(outcomes: Sequence[Outcome]) -> str:
     ]
     lines.insert(1, "  ".join([*("-" * w for w in widths), "-" * len(HEADER[-1])]))
     notes = [
-        f"  {o.scenario.number} {o.scenario.key}: {line}" for o in outcomes for line in note_lines(o)
+        f"  {o.scenario.number} {o.scenario.key}: {line}"
+        for o in outcomes
+        for line in note_lines(o)
     ]
     if notes:
         lines += ["", "notes:", *notes]

@@ -35,6 +35,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from laneway.core.records import CallRecord
+from laneway.metrics.history import History
 from laneway.metrics.share import SNAPSHOT_INTERVAL, SharedFolder, registry_of
 
 log = logging.getLogger("laneway.metrics")
@@ -135,6 +136,8 @@ class Metrics:
         self.histograms: dict[tuple[str, str], _Histogram] = {}
         self._statuses: dict[int, tuple[str, tuple[str, ...]]] = {}
         self._key_labels: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {}
+        self.history = History()
+        """The last hour per lane and source, for the status page."""
         self.registry = CollectorRegistry()
         self.registry.register(_CallCollector(self))
 
@@ -152,6 +155,7 @@ class Metrics:
         if record.ttfb is not None:
             self._observe("laneway_ttfb_seconds", lane, record.ttfb)
         usd = self._usage(record, lane, source)
+        self.history.observe(record, usd)
         key = record.meta.caller
         if key is not None:
             self._key_figures(key, record, usd)
@@ -187,9 +191,15 @@ class Metrics:
         return generate_latest(registry_of(merged)), CONTENT_TYPE_LATEST
 
     def write_snapshot(self) -> None:
-        """Write this worker's figures to the shared folder (nothing when not shared)."""
+        """Write this worker's figures and history to the shared folder (when shared)."""
         if self.share is not None:
-            self.share.write(self.registry.collect())
+            self.share.write(self.registry.collect(), history=self.history.dump())
+
+    def server_history(self) -> History:
+        """The last hour of every worker when shared (see ``share``), else this process's."""
+        if self.share is None:
+            return self.history
+        return self.history.merged(self.share.histories())
 
     async def share_snapshots(self) -> None:
         """Write a snapshot every ``SNAPSHOT_INTERVAL`` until cancelled.

@@ -10,6 +10,7 @@ summed whatever their age: a dead worker's calls still happened. Gauges
 (connections open, telemetry queue depth) describe the present, so a
 snapshot older than ``GAUGE_MAX_AGE`` contributes none. Gauges that state
 one shared fact rather than a share of the load are not summed (``COMBINE``).
+A snapshot also carries the worker's status-page history (``history``).
 """
 
 from __future__ import annotations
@@ -50,10 +51,15 @@ class SharedFolder:
         self.pid = os.getpid() if pid is None else pid
         self.path = folder / f"{self.pid}.json"
 
-    def write(self, families: Iterable[Metric], now: float | None = None) -> None:
-        """Replace this worker's snapshot with ``families`` atomically (temp file + rename)."""
+    def write(
+        self, families: Iterable[Metric], now: float | None = None, history: list[Any] | None = None
+    ) -> None:
+        """Replace this worker's snapshot with ``families`` atomically (temp file + rename).
+
+        ``history`` is the worker's ``History.dump()``, for the status page.
+        """
         written = time.time() if now is None else now
-        data = {"written": written, "families": [_dump(f) for f in families]}
+        data = {"written": written, "families": [_dump(f) for f in families], "history": history}
         temp = self.folder / f".{self.pid}.tmp"
         temp.write_bytes(orjson.dumps(data))
         os.replace(temp, self.path)
@@ -70,6 +76,10 @@ class SharedFolder:
                 if typ != "gauge" or fresh:
                     merger.add(name, typ, doc, samples)
         return merger.families()
+
+    def histories(self) -> list[list[Any]]:
+        """The other workers' status histories (``History.dump`` lists)."""
+        return [snapshot["history"] for snapshot in self._others() if snapshot.get("history")]
 
     def _others(self) -> list[dict[str, Any]]:
         """The other workers' snapshots (a file vanishing or unreadable mid-read is skipped)."""

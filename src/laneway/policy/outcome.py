@@ -149,6 +149,15 @@ def summarize(marks: Sequence[Mark], half_life: float) -> LogSummary:
     return summary
 
 
+def summarize_unmemoised(marks: Sequence[Mark], half_life: float) -> LogSummary:
+    """The log's summary, computed afresh and not remembered.
+
+    For readers off the call path (the status page): their logs are not
+    admission's, and remembering them would only push admission's out of the memo.
+    """
+    return _summary(marks, half_life) if marks else EMPTY_SUMMARY
+
+
 def _derived(marks: Sequence[Mark], half_life: float) -> LogSummary | None:
     """The summary from the previous log's, when ``marks`` extends it by one later mark.
 

@@ -10,7 +10,8 @@ Messages API), ``POST /v1/responses`` (OpenAI's Responses API, text and
 tools), ``POST /v1/embeddings``, ``POST /v1/ocr`` (Mistral's OCR shape, on
 ``kind: ocr`` lanes), ``GET /v1/models``, ``GET /v1/models/{id}`` (each also
 without the ``/v1`` prefix), ``GET /healthz``, ``GET /readyz`` and, when the
-gateway was given ``Metrics``, ``GET /metrics``. Answers to calls carry
+gateway was given ``Metrics``, ``GET /metrics``, ``GET /status`` and ``GET
+/status.json`` (the status page: ``server.status``). Answers to calls carry
 ``X-Laneway-Lane``, ``-Source``, ``-Attempts``, ``-Cache`` (``hit``, ``miss``,
 ``bypass``) and, when not streamed, ``-Usage`` (``provider``, ``estimated``,
 ``none``; see ``render``). Every answer carries ``X-Request-Id``
@@ -92,6 +93,7 @@ from laneway.server.request_ids import (
     tagging_send,
 )
 from laneway.server.responses_api import RESPONSES
+from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
@@ -181,8 +183,12 @@ class Gateway:
             "/healthz": ("GET", self._healthz),
             "/readyz": ("GET", self._readyz),
         }
+        self.status: StatusPage | None = None
         if metrics is not None:
             self._routes["/metrics"] = ("GET", self._metrics)
+            self.status = StatusPage(engine, metrics)
+            self._routes["/status"] = ("GET", self._status)
+            self._routes["/status.json"] = ("GET", self._status)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point: HTTP requests and the lifespan protocol."""
@@ -460,14 +466,32 @@ class Gateway:
 
     async def _metrics(self, ex: Exchange) -> None:
         """Prometheus exposition of every lane (who may scrape: see the module doc)."""
-        caller = self.keys.caller(ex.headers)
-        if not self._may_scrape(caller):
-            message = "the metrics cover every lane; this key may use only some of them"
-            raise Refused(403, "permission_denied", message)
+        self._check_scraper(self.keys.caller(ex.headers), "the metrics cover")
         assert self.metrics is not None
         body, content_type = render_metrics(self.metrics)
         body = self.redactor.bytes(body)
         await self._send(ex, Reply(200, body, [], content_type.encode()))
+
+    async def _status(self, ex: Exchange) -> None:
+        """``/status`` (HTML) or ``/status.json``, for the keys that may scrape ``/metrics``.
+
+        A browser may send the key as HTTP Basic credentials, and a refused
+        one is asked for them (``server.status``).
+        """
+        try:
+            caller = self.keys.caller(basic_as_bearer(ex.headers))
+        except Refused as exc:
+            raise Refused(exc.status, exc.code, str(exc), [*exc.headers, *ASK_FOR_KEY]) from None
+        self._check_scraper(caller, "the status page covers")
+        assert self.status is not None
+        page = self.status
+        await self._send(ex, await (page.json() if ex.path.endswith(".json") else page.html()))
+
+    def _check_scraper(self, caller: Caller, covering: str) -> None:
+        """Refuse (403) a key limited to some lanes: these figures cover every lane."""
+        if not self._may_scrape(caller):
+            message = f"{covering} every lane; this key may use only some of them"
+            raise Refused(403, "permission_denied", message)
 
     async def _healthz(self, ex: Exchange) -> None:
         body = orjson.dumps({"status": "ok", "in_flight": self.in_flight})

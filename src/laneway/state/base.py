@@ -84,6 +84,22 @@ class Admission:
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaUse:
+    """What a quota window holds now: reservations (requests) and their tokens."""
+
+    requests: int = 0
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """A store's answer to ``peek``: the sources' records and their quota windows' use."""
+
+    records: Mapping[str, SourceRecord]
+    quotas: Mapping[str, QuotaUse]
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One quota reservation: its ticket, when it was made, and its tokens."""
 
@@ -122,6 +138,16 @@ class SourceStore(Protocol):
 
     async def release(self, lane: str, ask: Ask) -> None:
         """Undo a granted ask whose attempt was cancelled: reservation and lease."""
+        ...
+
+    async def peek(
+        self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
+    ) -> Peek:
+        """Read without changing anything: the records of ``sources``, and the use of
+        each quota window in ``quotas`` (its name, and its width in seconds).
+
+        For the status page, never on a call's path.
+        """
         ...
 
     async def aclose(self) -> None:

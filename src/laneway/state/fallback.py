@@ -40,7 +40,7 @@ from typing import TypeVar
 from redis.exceptions import RedisError
 
 from laneway.core.clock import TimeSource
-from laneway.state.base import Admission, Ask, SourceRecord
+from laneway.state.base import Admission, Ask, Peek, SourceRecord
 from laneway.state.memory import MemoryStore
 from laneway.state.redis_store import RedisStore
 
@@ -153,6 +153,13 @@ class FallbackStore:
             self._local_tickets.discard(ask.ticket)
             return
         await self._try(lambda: self._released(lane, ask))
+
+    async def peek(
+        self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
+    ) -> Peek:
+        """See ``SourceStore.peek``: the shared state, or the local one while it is away."""
+        shared = await self._try(lambda: self.shared.peek(lane, sources, quotas))
+        return shared if shared is not None else await self.local.peek(lane, sources, quotas)
 
     async def aclose(self) -> None:
         """Stop the heartbeat; close the shared store's connections."""

@@ -181,5 +181,28 @@ return 1
 """
 )
 
+PEEK = (
+    _COMMON
+    + """
+-- Reads only. KEYS: log, ok per source; then q, t per quota. ARGV: now, source count,
+-- then each quota's window. Returns the sources' records and {requests, tokens} per quota.
+local now, sources = tonumber(ARGV[1]), tonumber(ARGV[2])
+local records, quotas = {}, {}
+for i = 1, sources do records[i] = record(KEYS[2 * i - 1], KEYS[2 * i]) end
+for j = 1, #ARGV - 2 do
+  local q, t = KEYS[2 * sources + 2 * j - 1], KEYS[2 * sources + 2 * j]
+  local tickets = redis.call('ZRANGEBYSCORE', q, '(' .. num(now - tonumber(ARGV[2 + j])), '+inf')
+  local tokens = 0
+  if #tickets > 0 then
+    for _, held in ipairs(redis.call('HMGET', t, unpack(tickets))) do
+      tokens = tokens + (tonumber(held) or 0)
+    end
+  end
+  quotas[j] = {#tickets, tokens}
+end
+return {records, quotas}
+"""
+)
+
 WINDOW_FUNCTIONS = _COMMON
 """The window helpers (expire, waits, add, drop) for other scripts, such as per-key limits'."""

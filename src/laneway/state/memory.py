@@ -20,6 +20,8 @@ from laneway.state.base import (
     Ask,
     Entry,
     Mark,
+    Peek,
+    QuotaUse,
     Refusal,
     SourceDump,
     SourceRecord,
@@ -96,6 +98,23 @@ class MemoryStore:
         """See ``SourceStore.release``."""
         self._state(lane, ask.quota_source).window.release(ask.ticket)
         self._state(lane, ask.source).free_probe(ask.ticket)
+
+    async def peek(
+        self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
+    ) -> Peek:
+        """See ``SourceStore.peek``."""
+        now = self.clock.now()
+        records = {}
+        for name in sources:
+            state = self._sources.get((lane, name))
+            records[name] = EMPTY_RECORD if state is None else state.record()
+        use = {}
+        for name, window in quotas:
+            state = self._sources.get((lane, name))
+            live = [] if state is None else state.window.entries.values()
+            held = [entry.tokens for entry in live if entry.at > now - window]
+            use[name] = QuotaUse(len(held), sum(held))
+        return Peek(records, use)
 
     async def aclose(self) -> None:
         """Nothing to release."""

@@ -23,6 +23,8 @@ from laneway.state.base import (
     Admission,
     Ask,
     Mark,
+    Peek,
+    QuotaUse,
     Refusal,
     SourceDump,
     SourceRecord,
@@ -43,6 +45,7 @@ class RedisStore:
         self._settle = client.register_script(lua.SETTLE)
         self._release = client.register_script(lua.RELEASE)
         self._merge = client.register_script(lua.MERGE)
+        self._peek = client.register_script(lua.PEEK)
 
     @classmethod
     def from_url(
@@ -98,6 +101,23 @@ class RedisStore:
             *self._keys(lane, ask.source, "probe"),
         ]
         await self._release(keys=keys, args=[ask.ticket])
+
+    async def peek(
+        self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
+    ) -> Peek:
+        """See ``SourceStore.peek``: one read-only script call."""
+        keys = [key for name in sources for key in self._keys(lane, name, "log", "ok")]
+        keys += [key for name, _ in quotas for key in self._keys(lane, name, "q", "t")]
+        args: list[Any] = [self._wall_now(), len(sources), *(repr(w) for _, w in quotas)]
+        offset = self._offset()
+        records, use = await self._peek(keys=keys, args=args)
+        return Peek(
+            {name: _record(raw, offset) for name, raw in zip(sources, records, strict=True)},
+            {
+                name: QuotaUse(int(requests), int(tokens))
+                for (name, _), (requests, tokens) in zip(quotas, use, strict=True)
+            },
+        )
 
     async def merge(self, dumps: Sequence[SourceDump]) -> None:
         """Replay state kept locally while Redis was away, in one pipeline."""

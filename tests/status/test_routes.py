@@ -1,0 +1,134 @@
+"""``GET /status`` and ``/status.json``: who may see them, and what the data says."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from laneway.sim import RunningSim
+from tests.helpers import unique_spec
+from tests.server.support import RunningGateway, config, serve_gateway, source
+from tests.status.support import chat, lane_of, serve_status, source_of, status_json
+
+KEYS = [
+    {"name": "ops", "key": "k-ops", "lanes": []},
+    {"name": "all", "key": "k-all"},
+    {"name": "some", "key": "k-some", "lanes": ["main"]},
+]
+OPS = {"Authorization": "Bearer k-ops"}
+
+
+@pytest.fixture(scope="module")
+def gw(sim: RunningSim) -> Iterator[RunningGateway]:
+    lanes: dict[str, dict[str, Any]] = {
+        "main": {
+            "sources": [
+                source(
+                    sim,
+                    unique_spec("sleep=0.02"),
+                    name="primary",
+                    rpm=100,
+                    tpm=100_000,
+                    concurrency={"max": 8},
+                ),
+                source(sim, unique_spec("status=500"), name="broken", priority=1),
+            ],
+        },
+        "side": {"retries": 0, "sources": [source(sim, unique_spec("status=503"), name="down")]},
+        "keyless": {"sources": [source(sim, unique_spec(""), api_key="${STATUS_TEST_UNSET}")]},
+    }
+    with serve_status(config(lanes, keys=KEYS)) as running:
+        yield running
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def basic(key: str, user: str = "oncall") -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{key}".encode()).decode()}
+
+
+@pytest.mark.parametrize("path", ["/status", "/status.json"])
+async def test_no_key_is_asked_for_one_in_a_browser_prompt(gw, http, path) -> None:
+    async with http.get(f"{gw.url}{path}") as response:
+        assert response.status == 401
+        assert response.headers["www-authenticate"].startswith('Basic realm="laneway status"')
+    async with http.get(f"{gw.url}{path}", headers=basic("wrong")) as response:
+        assert response.status == 401
+
+
+@pytest.mark.parametrize("headers", [OPS, {"Authorization": "Bearer k-all"}, basic("k-ops")])
+async def test_scraping_keys_see_the_page_as_bearer_or_basic(gw, http, headers) -> None:
+    async with http.get(f"{gw.url}/status", headers=headers) as response:
+        assert response.status == 200
+        assert response.headers["content-type"] == "text/html; charset=utf-8"
+        assert response.headers["cache-control"] == "no-store"
+        assert "default-src 'none'" in response.headers["content-security-policy"]
+        page = await response.text()
+    assert page.startswith("<!doctype html>") and "<svg" in page
+    assert "http://" not in page and "https://" not in page, "the page loads nothing"
+
+
+async def test_a_key_limited_to_some_lanes_is_refused(gw, http) -> None:
+    for path in ("/status", "/status.json"):
+        async with http.get(f"{gw.url}{path}", headers=basic("k-some")) as response:
+            assert response.status == 403
+            assert "every lane" in (await response.json())["error"]["message"]
+
+
+async def test_the_data_has_every_lane_and_source_worst_first(gw, http) -> None:
+    for _ in range(3):
+        assert await chat(http, gw, "main", headers={"Authorization": "Bearer k-all"}) == 200
+        await chat(http, gw, "side", headers={"Authorization": "Bearer k-all"})
+    data = await status_json(http, gw, OPS)
+    assert [lane["verdict"] for lane in data["lanes"]] == ["down", "down", "ok"]
+    assert {lane["name"] for lane in data["lanes"][:2]} == {"side", "keyless"}
+    keyless = lane_of(data, "keyless")
+    assert not keyless["ready"] and "STATUS_TEST_UNSET is unset" in keyless["reasons"][0]
+    main = lane_of(data, "main")
+    assert main["now"]["requests"] == 3 and main["now"]["errors"] == 0
+    assert main["hour"]["requests"] == 3 and sum(main["points"]["requests"]) == 3
+    primary = source_of(data, "main", "primary")
+    assert primary["verdict"] == "ok" and primary["breaker"] == "closed"
+    assert primary["quota"] == {
+        "rpm": 100,
+        "tpm": 100_000,
+        "requests": 3,
+        "tokens": primary["quota"]["tokens"],
+        "group": None,
+    }
+    assert primary["quota"]["tokens"] > 0
+    assert primary["concurrency"] == {"limit": 8, "in_flight": 0, "min": 1, "max": 8}
+    assert primary["now"]["requests"] == 3 and primary["now"]["completion_tokens"] > 0
+    assert primary["hour"]["cost_usd"] > 0
+    assert 0.01 < primary["now"]["latency_p50"] < 5
+    assert source_of(data, "main", "broken")["now"]["requests"] == 0, "never needed"
+    side = lane_of(data, "side")
+    assert side["now"]["errors"] == 3 and side["now"]["errors_by_code"] == {"upstream_error": 3}
+    down = source_of(data, "side", "down")
+    assert down["now"]["errors"] == 3 and down["now"]["errors_by_code"] == {"503": 3}
+    assert down["tier"] != "credible" and down["last_failure"].startswith("failed ")
+    assert data["worker"]["history"] == "this process"
+
+
+async def test_streams_report_time_to_first_token(gw, http) -> None:
+    assert (
+        await chat(http, gw, "main", stream=True, headers=OPS | {"Authorization": "Bearer k-all"})
+        == 200
+    )
+    primary = source_of(await status_json(http, gw, OPS), "main", "primary")
+    assert primary["now"]["ttft_p50"] is not None
+
+
+def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> None:
+    lanes = {"l": {"sources": [source(sim, unique_spec(""))]}}
+    with serve_gateway(config(lanes)) as running:
+        assert running.gateway.status is None
+        assert "/status" not in running.gateway._routes
