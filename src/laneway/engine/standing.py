@@ -87,7 +87,9 @@ class LaneStanding:
         return not self.problems
 
 
-async def stand(lanes: dict[str, Lane], store: SourceStore, clock: TimeSource) -> list[LaneStanding]:
+async def stand(
+    lanes: dict[str, Lane], store: SourceStore, clock: TimeSource
+) -> list[LaneStanding]:
     """Every lane's standing, in config order."""
     return [await _lane(lane, store, clock) for lane in lanes.values()]
 
