@@ -27,12 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yaml
 
 from _report import REPO_ROOT, provenance, write_section
+from laneway.app import assemble
 from laneway.config.load import load_config
 from laneway.core.types import ChatRequest
-from laneway.engine.gateway import Engine
-from laneway.http import AiohttpTransport
 from laneway.sim import start_in_thread
-from laneway.telemetry import writer_for
 
 DOC = "docs/sizing.md"
 COMMAND = ".venv/bin/python bench/sizing_example.py"
@@ -74,9 +72,9 @@ def measure_section() -> str:
 async def record(config_path: Path) -> None:
     """``CALLS`` chat calls, 64 at a time, recorded by the telemetry writer."""
     config, environ = load_config(config_path)
-    writer = writer_for(config.telemetry, config_path.parent, lambda record: (None, "unpriced"))
+    built = assemble(config, environ, config_path.parent)
+    engine, writer = built.engine, built.telemetry
     assert writer is not None
-    engine = Engine(config, environ, AiohttpTransport(), observers=[writer])
     writer.start()
     gate = asyncio.Semaphore(64)
     request = ChatRequest([{"role": "user", "content": "summarize the engram"}])

@@ -11,7 +11,6 @@ from laneway import Laneway
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import OCRResponse, Usage
-from laneway.engine.gateway import Engine
 from laneway.engine.ocr import DEFAULT_PROMPT, document_type
 from laneway.engine.ocr_mistral import ocr_response_body, parse_ocr_request
 from laneway.errors import RequestInvalid
@@ -33,8 +32,7 @@ class Collect:
 async def test_an_image_is_read_into_text_with_usage(sim) -> None:
     spy, sink = SpyTransport(), Collect()
     config = one_lane(sim, unique_spec("chunks=3"), kind="ocr", prompt="Read it.")
-    engine = Engine(config, {}, spy, observers=[sink])
-    async with Laneway(engine) as lw:
+    async with Laneway.from_settings(config, environ={}, transport=spy, observers=[sink]) as lw:
         result = await lw.ocr("lane", PNG)
     assert result.text == "sim answer w2"
     assert result.usage.completion_tokens == 3 and result.usage.source == "provider"

@@ -7,10 +7,10 @@ window let go of it, and was answered 429.
 
 from __future__ import annotations
 
+from laneway.app import build_lane
 from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
 from laneway.engine.admission import Admitted, CallSources, SourceAdmission
-from laneway.engine.lane import build_lane
 from laneway.policy.quota import HELD_PAST_WINDOW
 from laneway.policy.waits import Wait
 from laneway.state.memory import MemoryStore

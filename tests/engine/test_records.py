@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from laneway.app import build_engine
 from laneway.core.records import CallMeta, CallRecord
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import Engine
@@ -26,7 +27,9 @@ class Collect:
 
 def engine(sim, spec: str, **lane) -> tuple[Engine, Collect]:
     sink = Collect()
-    built = Engine(one_lane(sim, spec, **lane), {}, AiohttpTransport(), observers=[sink])
+    built = build_engine(
+        one_lane(sim, spec, **lane), {}, transport=AiohttpTransport(), observers=[sink]
+    )
     return built, sink
 
 

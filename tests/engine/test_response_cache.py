@@ -9,9 +9,7 @@ import pytest
 from laneway import Laneway
 from laneway.cache import RedisCacheStore, SqliteCacheStore
 from laneway.core.records import CallRecord
-from laneway.engine.gateway import Engine
 from laneway.errors import UpstreamFailed
-from laneway.http import AiohttpTransport
 from tests.cache.conftest import WallClock, fresh_redis_store
 from tests.engine.spy import sim_hits
 from tests.helpers import one_lane, unique_spec
@@ -30,8 +28,7 @@ class Collect:
 async def test_temperature_zero_is_cached_when_declared_and_hits_are_recorded(sim) -> None:
     spec, sink = unique_spec("ok"), Collect()
     config = one_lane(sim, spec, cache={"ttl": "1h", "when": "temperature0"})
-    engine = Engine(config, {}, AiohttpTransport(), observers=[sink])
-    async with Laneway(engine) as lw:
+    async with Laneway.from_settings(config, environ={}, observers=[sink]) as lw:
         miss = await lw.chat("lane", HELLO, temperature=0)
         hit = await lw.chat("lane", HELLO, temperature=0)
     assert (miss.cache, hit.cache) == ("miss", "hit")

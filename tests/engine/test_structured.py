@@ -6,10 +6,10 @@ import pytest
 from pydantic import BaseModel
 
 from laneway import Laneway
+from laneway.app import build_engine
 from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
-from laneway.engine.gateway import Engine
-from laneway.engine.structured import response_format, structured, validate
+from laneway.engine.structured import response_format, validate
 from laneway.errors import DeadlineExceeded, RequestInvalid, ResultInvalid
 from laneway.http import AiohttpTransport
 from laneway.sim._answers import JSON_WRONG
@@ -52,9 +52,9 @@ async def test_valid_after_one_reask(sim) -> None:
 async def test_exhausted_reasks_raise_result_invalid_with_the_last_output(sim) -> None:
     spec = unique_spec("json_after=9")
     sink = Collect()
-    engine = Engine(one_lane(sim, spec), {}, AiohttpTransport(), observers=[sink])
+    engine = build_engine(one_lane(sim, spec), {}, transport=AiohttpTransport(), observers=[sink])
     with pytest.raises(ResultInvalid, match="did not match Answer after 3 ask") as err:
-        await structured(engine, "lane", ChatRequest(list(ASK)), Answer, reasks=2)
+        await engine.structured("lane", ChatRequest(list(ASK)), Answer, reasks=2)
     await engine.aclose()
     assert err.value.output == JSON_WRONG
     assert err.value.errors == ("answer: Field required",)

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
-from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.server import Gateway
 from tests.server.support import Records, RunningGateway, serve_app
@@ -197,6 +197,6 @@ def serve_scripted(
         {"lanes": lanes or LANES, "server": server, "cache": {"url": ":memory:"}}
     )
     env = dict(environ or {})
-    engine = Engine(settings, env, MockTransport(upstream), observers=[records])
+    engine = build_engine(settings, env, transport=MockTransport(upstream), observers=[records])
     with serve_app(Gateway(engine, env)) as running:
         yield Scripted(running, upstream, records)

@@ -18,9 +18,9 @@ import aiohttp
 import orjson
 import uvicorn
 
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallObserver, CallRecord
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.server import Gateway, uvicorn_config
 from laneway.server.protocol import ConnectionLimits
@@ -61,7 +61,7 @@ def serve_gateway(
 ) -> Iterator[RunningGateway]:
     """Serve ``settings`` on 127.0.0.1 and a free port until the block ends."""
     env = dict(environ or {})
-    engine = Engine(settings, env, AiohttpTransport(), observers=observers)
+    engine = build_engine(settings, env, transport=AiohttpTransport(), observers=observers)
     with serve_app(Gateway(engine, env), connection_limits(settings.server)) as running:
         yield running
 

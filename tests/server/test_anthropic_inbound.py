@@ -18,10 +18,10 @@ import orjson
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
+from laneway.app import build_engine
 from laneway.cli.serve import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
-from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.server import Gateway
 from laneway.sim import RunningSim
@@ -324,7 +324,7 @@ def broken_upstream(request: HttpRequest) -> HttpResponse:
 async def test_an_unexpected_exception_is_a_500_in_anthropic_shape() -> None:
     lanes = {"chat": {"sources": [scripted_source()]}}
     settings = LanewayConfig.model_validate({"lanes": lanes, "telemetry": {"url": "none"}})
-    engine = Engine(settings, {}, MockTransport(broken_upstream))
+    engine = build_engine(settings, {}, transport=MockTransport(broken_upstream))
     body = orjson.dumps(
         {"model": "chat", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
     )

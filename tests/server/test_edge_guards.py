@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from laneway.app import build_engine
 from laneway.config.models import ServerConfig
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway
@@ -36,7 +36,7 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
     settings = config(lanes, cors={"origins": ["https://app.example"]})
     metrics = Metrics()
     metrics.watch_connections(CONNECTIONS)
-    engine = Engine(settings, {}, AiohttpTransport(), observers=[metrics])
+    engine = build_engine(settings, {}, transport=AiohttpTransport(), observers=[metrics])
     with serve_app(Gateway(engine, {}, metrics=metrics)) as running:
         yield running
 
@@ -136,7 +136,7 @@ async def test_metrics_show_refused_keys(sim, http) -> None:
     lanes = {"chat": {"sources": [source(sim, CHAT_SPEC)]}}
     settings = config(lanes, keys=[{"name": "ops", "key": "key-ops"}])
     metrics = Metrics()
-    engine = Engine(settings, {}, AiohttpTransport(), observers=[metrics])
+    engine = build_engine(settings, {}, transport=AiohttpTransport(), observers=[metrics])
     with serve_app(Gateway(engine, {}, metrics=metrics)) as keyed:
         assert (await chat(http, keyed, Host="gateway.example.com"))[0] == 401
         ops = {"Authorization": "Bearer key-ops", "Host": "gateway.example.com"}

@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
-from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway
@@ -80,7 +80,7 @@ def gateway() -> Iterator[tuple[asyncio.Runner, Gateway]]:
         {"lanes": lanes, "server": {"max_request_bytes": "64KiB"}, "telemetry": {"url": "none"}}
     )
     metrics = Metrics()
-    engine = Engine(config, {}, MockTransport(upstream), observers=[metrics])
+    engine = build_engine(config, {}, transport=MockTransport(upstream), observers=[metrics])
     with asyncio.Runner() as runner:
         yield runner, Gateway(engine, {}, metrics=metrics)
         runner.run(engine.aclose())

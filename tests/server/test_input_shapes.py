@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 import pytest
 
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import RequestInvalid
 from laneway.core.shapes import MAX_DEPTH, check_depth
 from laneway.core.transport import HttpRequest, HttpResponse
-from laneway.engine.gateway import Engine
 from laneway.http import MockTransport
 from laneway.metrics import Metrics, render_metrics
 from laneway.server import Gateway
@@ -108,7 +108,9 @@ async def test_an_unexpected_exception_is_an_openai_500_with_its_traces(caplog) 
         {"lanes": {"chat": {"sources": [{"base_url": "http://up/v1", "model": "m"}]}}}
     )
     metrics, kept = Metrics(), Kept()
-    engine = Engine(settings, {}, MockTransport(broken_upstream), observers=[metrics, kept])
+    engine = build_engine(
+        settings, {}, transport=MockTransport(broken_upstream), observers=[metrics, kept]
+    )
     gateway = Gateway(engine, {}, metrics=metrics)
     body = orjson.dumps({"model": "chat", "messages": HELLO})
     with caplog.at_level(logging.ERROR, logger="laneway.server"):

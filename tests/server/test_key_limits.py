@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from laneway.app import build_engine
 from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.server import Gateway
 from laneway.server.limits import key_limits
@@ -54,7 +54,7 @@ def replicas(
     with ExitStack() as stack:
         running = []
         for _ in range(count):
-            engine = Engine(settings, {}, AiohttpTransport())
+            engine = build_engine(settings, {}, transport=AiohttpTransport())
             ledger = RedisKeyLedger.from_url(REDIS_URL, SystemClock(), prefix=prefix, timeout=5)
             limits = key_limits(settings, engine.clock, ledger=ledger)
             running.append(stack.enter_context(serve_app(Gateway(engine, {}, limits=limits))))

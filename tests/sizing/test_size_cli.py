@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from laneway.app import build_engine
 from laneway.cli.main import main
 from laneway.config.load import load_config
 from laneway.core.types import ChatRequest
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.sim import RunningSim
 from laneway.telemetry import writer_for
@@ -50,7 +50,7 @@ async def record_calls(path: Path, count: int) -> None:
     config, environ = load_config(path)
     writer = writer_for(config.telemetry, path.parent, lambda record: (None, "unpriced"))
     assert writer is not None
-    engine = Engine(config, environ, AiohttpTransport(), observers=[writer])
+    engine = build_engine(config, environ, transport=AiohttpTransport(), observers=[writer])
     writer.start()
     gate = asyncio.Semaphore(16)
 

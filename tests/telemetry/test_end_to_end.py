@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from laneway.accounting import Pricer
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.types import ChatRequest, EmbedRequest
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.telemetry import PostgresTelemetryStore, SqliteTelemetryStore, TelemetryWriter
 from tests.helpers import sim_url, unique_spec
@@ -35,7 +35,7 @@ def lanes(sim: Any, **specs: str) -> dict[str, Any]:
 
 async def run_calls(config: LanewayConfig, writer: TelemetryWriter) -> None:
     """A plain, a streamed and (on embed lanes) an embeddings call per lane."""
-    engine = Engine(config, {}, AiohttpTransport(), observers=[writer])
+    engine = build_engine(config, {}, transport=AiohttpTransport(), observers=[writer])
     writer.start()
     for name, lane in config.lanes.items():
         if lane.kind == "embed":

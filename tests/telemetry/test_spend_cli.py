@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from laneway.accounting import Pricer
+from laneway.app import build_engine
 from laneway.cli.main import main
 from laneway.config import load_config
 from laneway.core.records import CallMeta
 from laneway.core.types import ChatRequest
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.telemetry import writer_for
 from tests.helpers import sim_url, unique_spec
@@ -57,7 +57,7 @@ async def record_calls(path: Path) -> None:
     config, _ = load_config(path)
     writer = writer_for(config.telemetry, path.parent, Pricer.for_lanes(config.lanes).cost)
     assert writer is not None
-    engine = Engine(config, {}, AiohttpTransport(), observers=[writer])
+    engine = build_engine(config, {}, transport=AiohttpTransport(), observers=[writer])
     writer.start()
     for name in config.lanes:
         await engine.chat(name, REQUEST, meta=CallMeta(caller="team-a"))

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
+from laneway.app import build_engine
 from laneway.core.records import CallMeta, CallRecord
-from laneway.engine.gateway import Engine, chat_request
+from laneway.engine.gateway import chat_request
 from laneway.http import AiohttpTransport
 from laneway.telemetry import PostgresTelemetryStore, Row, SpendRow, TelemetryWriter
 from laneway.telemetry.port import CallSample
@@ -179,7 +180,9 @@ async def test_rows_equal_answered_calls_through_a_postgresql_outage(
         def observe(self, call: CallRecord) -> None:
             observed.append(call.meta.request_id)
 
-    engine = Engine(one_lane(sim, unique_spec("")), {}, AiohttpTransport(), observers=[w, Order()])
+    engine = build_engine(
+        one_lane(sim, unique_spec("")), {}, transport=AiohttpTransport(), observers=[w, Order()]
+    )
     w.start()
     started = time.monotonic()
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from laneway.app import build_lanes, pooled_keys
 from laneway.cli.main import main
 from laneway.config import parse_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
-from laneway.engine.lane import build_lanes, pooled_keys
 from laneway.errors import DeadlineExceeded
 from tests.helpers import sim_url, unique_spec
 from tests.virtual import VirtualSim, in_virtual_time

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from laneway.app import build_engine, build_lanes
 from laneway.cli.main import main
 from laneway.config import parse_config
 from laneway.core.errors import ConfigError, UnknownLane
-from laneway.engine.gateway import Engine
-from laneway.engine.lane import build_lanes
 from laneway.http import AiohttpTransport
 
 TWO_LANES = """
@@ -44,7 +43,7 @@ def test_aliases_must_name_lanes_and_not_shadow_them(aliases: str, message: str)
 
 async def test_engine_resolves_aliases_and_names_them_when_unknown() -> None:
     config = parse_config(TWO_LANES + "aliases: {gpt-4o: summarize}\n")
-    engine = Engine(config, {}, AiohttpTransport())
+    engine = build_engine(config, {}, transport=AiohttpTransport())
     assert engine.lane("gpt-4o", "chat").name == "summarize"
     with pytest.raises(UnknownLane, match=r"lanes: embed, summarize; aliases: gpt-4o -> summarize"):
         engine.lane("gpt-5")

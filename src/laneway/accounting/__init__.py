@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from laneway.accounting.estimate import (
+from laneway.core.estimate import (
     chat_usage_or_estimate,
     embed_usage_or_estimate,
     estimate_tokens,

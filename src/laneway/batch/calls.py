@@ -25,7 +25,6 @@ from laneway.core.failures import FailureKind
 from laneway.core.types import Attempt, CacheStatus, EmbedRequest, Usage
 from laneway.engine.gateway import Engine, chat_request
 from laneway.engine.lane import Lane
-from laneway.engine.structured import structured
 from laneway.policy.outcome import Verdict
 
 
@@ -111,8 +110,8 @@ class CallMaker:
             source, attempts, usage, cache = reply.source, reply.attempts, reply.usage, reply.cache
             output = {"message": _message(reply.content), "finish_reason": reply.finish_reason}
         else:
-            answer = await structured(
-                self.engine, self.lane.name, request, schema, reasks=self.reasks
+            answer = await self.engine.structured(
+                self.lane.name, request, schema, reasks=self.reasks
             )
             source, attempts, usage, cache = (
                 answer.source,

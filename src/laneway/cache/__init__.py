@@ -3,13 +3,15 @@
 An adapter beside ``telemetry`` and ``state``: it depends on ``laneway.core``
 only and holds no policy (what is cacheable, under which key, for how long
 is decided in ``laneway.engine``). ``open_cache(url, base_dir)`` picks the
-backend; ``GuardedCache`` makes a backend's failures read as misses.
+backend; ``GuardedCache`` makes a backend's failures read as misses;
+``NoCache`` keeps nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from laneway.cache.absent import NoCache
 from laneway.cache.factory import open_cache
 from laneway.cache.guard import GuardedCache
 from laneway.cache.port import CacheStore, CacheUnavailable
@@ -25,6 +27,7 @@ __all__ = [
     "CacheStore",
     "CacheUnavailable",
     "GuardedCache",
+    "NoCache",
     "RedisCacheStore",
     "SqliteCacheStore",
     "open_cache",

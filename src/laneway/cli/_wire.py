@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,20 +52,6 @@ class RecordingTransport:
     async def aclose(self) -> None:
         """Close ``inner``."""
         await self.inner.aclose()
-
-
-class NoCache:
-    """A cache that never hits and keeps nothing: a probe must reach the upstream."""
-
-    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
-        """Nothing is ever found."""
-        return [None] * len(keys)
-
-    async def put_many(self, items: Mapping[str, bytes], ttl: float | None) -> None:
-        """Nothing is kept."""
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
 
 
 @dataclass(slots=True)

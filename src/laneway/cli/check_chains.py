@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from laneway.app import build_lane
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import build_lane, retry_policy
+from laneway.engine.lane import retry_policy
 
 
 def worst_case(lane: LaneConfig) -> float:

@@ -23,13 +23,12 @@ from typing import Any
 import aiohttp
 import uvicorn
 
+from laneway.app import build_engine
 from laneway.chaos.asking import ask
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.fault_run import Report, row_runner, run_rows
 from laneway.chaos.faults import lane_body
 from laneway.config.models import LanewayConfig
-from laneway.engine.gateway import Engine
-from laneway.http import AiohttpTransport
 from laneway.policy.health import HealthPolicy
 from laneway.server import Gateway, uvicorn_config
 from laneway.sim import FAULTS, FaultScenario, Specs, refusing_port
@@ -89,7 +88,7 @@ def _gateway(
     warm = {"base_url": url(f"id=warm-{run}"), "model": "sim-model"}
     lanes[WARM_LANE] = {"sources": [warm]}
     document = {"lanes": lanes, "telemetry": {"url": "none"}, "cache": {"url": ":memory:"}}
-    engine = Engine(LanewayConfig.model_validate(document), {}, AiohttpTransport())
+    engine = build_engine(LanewayConfig.model_validate(document), {})
     half_life = HealthPolicy().half_life * scale
     for lane in engine.lanes.values():
         lane.health = HealthPolicy(half_life=half_life)

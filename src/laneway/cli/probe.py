@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import orjson
 
 from laneway.accounting import Pricer
+from laneway.app import build_engine, open_transport
 from laneway.cli._wire import (
     Exchange,
-    NoCache,
     RecordingTransport,
     Records,
     as_json,
@@ -44,7 +44,6 @@ from laneway.core.types import ChatRequest, EmbedRequest, Usage
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import Lane, Source
 from laneway.engine.ocr import SAMPLE_PNG
-from laneway.http.aiohttp import AiohttpTransport
 
 PROBE_TEXT = "laneway probe: fixed non-sensitive string"
 PASSING_VERDICTS = frozenset({"DIMENSION VERDICT: MATCH", "DIMENSION VERDICT: NOT PINNED"})
@@ -68,9 +67,9 @@ async def probe(
     """Probe ``lane_name``; return the report lines and the exit status."""
     if lane_name not in config.lanes:
         return [f"error: unknown lane {lane_name!r}; lanes: {', '.join(config.lanes)}"], 1
-    wire = RecordingTransport(transport or AiohttpTransport())
+    wire = RecordingTransport(transport or open_transport())
     records = Records()
-    engine = Engine(config, environ, wire, observers=[records], cache=NoCache())
+    engine = build_engine(config, environ, transport=wire, observers=[records], fresh=True)
     try:
         lane = engine.lanes[lane_name]
         outcome = await _call(engine, lane)

@@ -1,9 +1,10 @@
-"""``laneway serve``: compose transport, engine and gateway, and serve them.
+"""``laneway serve``: the gateway over the assembled product, served.
 
-The composition root of the gateway process: only here are the aiohttp
-transport, pricing, telemetry, metrics, the cache, the ``Engine`` and the
-``Gateway`` put together (``build_gateway``). Paths in the config (the
-telemetry SQLite file, the cache) are relative to the config file's folder.
+``build_gateway`` takes the engine, pricer, telemetry writer and metrics
+from ``laneway.app.assemble``, as the library does, and adds what only a
+server has: the access log, connection metrics, key limits and the
+``Gateway``. Paths in the config (the telemetry SQLite file, the cache) are
+relative to the config file's folder.
 With ``--workers N`` each uvicorn worker builds its own from the config file
 the environment names (``worker_app``), since engines, connection pools and
 telemetry writers cannot cross processes; their metrics meet in a private
@@ -30,26 +31,21 @@ from types import FrameType
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from laneway.accounting.pricer import Pricer
-from laneway.cache import open_cache
+from laneway.app import ObserverFactory, assemble, build_lanes
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
-from laneway.config.secrets import redactor_for
 from laneway.core.errors import ConfigError
-from laneway.core.records import CallObserver
+from laneway.core.records import RecordPricer
 from laneway.core.redact import redact_logs
 from laneway.core.units import format_duration
-from laneway.engine.gateway import Engine
-from laneway.engine.lane import build_lane
-from laneway.http.aiohttp import AiohttpTransport
-from laneway.metrics import SHARE_DIR_ENV, Metrics, SharedFolder
+from laneway.metrics import SHARE_DIR_ENV
 from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.limits import key_limits
 from laneway.server.protocol import CONNECTIONS, ConnectionLimits
 from laneway.server.run import connection_limits, log_config
-from laneway.telemetry import SqliteTelemetryStore, store_for_url, writer_for
-from laneway.tracing.setup import check_tracing, describe_tracing, observer_from_env
+from laneway.telemetry import SqliteTelemetryStore, store_for_url
+from laneway.tracing.setup import check_tracing, describe_tracing
 
 DEFAULT_CONFIG = "laneway.yaml"
 CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
@@ -271,7 +267,7 @@ def build_gateway(
     access_log: LogFormat | None = None,
     share: Path | None = None,
 ) -> Gateway:
-    """The gateway over an engine with pricing, telemetry, metrics and the cache wired in.
+    """The gateway over the assembled engine, pricing, telemetry, metrics and cache.
 
     ``base_dir`` is the config file's folder: relative telemetry and cache
     paths start there. The telemetry writer (``None`` when ``telemetry.url``
@@ -284,31 +280,28 @@ def build_gateway(
     Spans are exported when the ``laneway[otel]`` extra is installed and the
     process's ``OTEL_*`` variables ask for traces (read by the SDK itself).
     """
-    redactor = redactor_for(config, environ)
-    redact_logs(redactor)
-    pricer = Pricer.for_lanes(config.lanes)
-    writer = writer_for(config.telemetry, base_dir, pricer.cost, redactor)
-    metrics = Metrics(pricer.cost, None if share is None else SharedFolder(share))
-    metrics.watch_connections(CONNECTIONS)
-    observers: list[CallObserver] = [metrics]
-    if access_log is not None:
-        observers.append(AccessLog(pricer.cost, sys.stderr, access_log))
-    if writer is not None:
-        metrics.watch_queue(writer)
-        observers.append(writer)
-    tracing = observer_from_env(os.environ)
-    if tracing is not None:
-        observers.append(tracing)
-    cache = open_cache(config.cache.url, base_dir)
-    engine = Engine(config, environ, AiohttpTransport(), observers=observers, cache=cache)
-    if config.state.url is not None:
-        from laneway.state import FallbackStore
+    built = assemble(
+        config,
+        environ,
+        base_dir,
+        access_log=None if access_log is None else _access_log(access_log),
+        share=share,
+        tracing=True,
+    )
+    redact_logs(built.redactor)
+    built.metrics.watch_connections(CONNECTIONS)
+    engine = built.engine
+    limits = key_limits(config, engine.clock, pricer=built.pricer)  # the prices found once
+    return Gateway(engine, environ, metrics=built.metrics, telemetry=built.telemetry, limits=limits)
 
-        store = engine.loop.admission.store
-        if isinstance(store, FallbackStore):
-            metrics.watch_state(store)
-    limits = key_limits(config, engine.clock, pricer=pricer)  # the prices found once, above
-    return Gateway(engine, environ, metrics=metrics, telemetry=writer, limits=limits)
+
+def _access_log(log_format: LogFormat) -> ObserverFactory:
+    """The access log to stderr in ``log_format``, pricing with the assembly's pricer."""
+
+    def make(price: RecordPricer) -> AccessLog:
+        return AccessLog(price, sys.stderr, log_format)
+
+    return make
 
 
 def config_dir(path: Path) -> Path:
@@ -351,8 +344,7 @@ def banner(
     ``demo`` is the path of the written demo config, when serving the demo.
     """
     keys = KeyRing(config.server.keys, list(config.lanes), environ, config.aliases)
-    lanes = {n: build_lane(n, lane, environ) for n, lane in config.lanes.items()}
-    states = lane_states(lanes, config.fallback_chain)
+    states = lane_states(build_lanes(config, environ), config.fallback_chain)
     access = "open (no server.keys; loopback only)" if keys.open else "bearer keys"
     lines = [f"laneway serve: {url}/v1  ({workers} worker(s), {access})"]
     width = max(len(state.name) for state in states)

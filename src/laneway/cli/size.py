@@ -20,11 +20,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from laneway.app import open_transport
 from laneway.config.load import load_config
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
-from laneway.http.aiohttp import AiohttpTransport
 from laneway.sizing.candidates import Goal, Settings, candidates, recommend, score
 from laneway.sizing.measure import Measured, measure, slow_sources
 from laneway.sizing.render import candidates_table, evidence, table, yaml_snippet
@@ -217,7 +217,7 @@ async def _measured(
             config,
             environ,
             settings,
-            AiohttpTransport(),
+            open_transport(),
             runs=ns.runs,
             max_calls=ns.max_calls,
         )
@@ -231,7 +231,7 @@ async def _measured(
             slow,
             environ,
             settings,
-            AiohttpTransport(),
+            open_transport(),
             runs=ns.runs,
             max_calls=ns.max_calls,
         )

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from laneway.cache import CacheStore, open_cache
+from laneway.app import Assembly, assemble
+from laneway.cache.port import CacheStore
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
@@ -26,12 +27,13 @@ from laneway.core.types import (
 )
 from laneway.engine.chain_stream import ChatStream
 from laneway.engine.gateway import Engine, chat_request
-from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse, structured
-from laneway.http.aiohttp import AiohttpTransport
+from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse
+from laneway.metrics import Metrics
 
 if TYPE_CHECKING:
     from laneway.accounting.pricer import Pricer
     from laneway.batch import BatchJob, InputSet, Progress
+    from laneway.telemetry import TelemetryWriter
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -40,11 +42,23 @@ CONFIG_ENV = "LANEWAY_CONFIG"
 
 
 class Laneway:
-    """A configured set of lanes. Use as an async context manager, or ``aclose()``."""
+    """A configured set of lanes. Use as an async context manager, or ``aclose()``.
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self._prices: dict[str, Pricer] = {}
+    Built by ``laneway.app.assemble``, as ``laneway serve`` is: every call
+    leaves the same telemetry row a gateway call leaves (``telemetry:``; the
+    writer starts with the first call or ``async with``, and ``aclose()``
+    flushes it), feeds ``metrics`` (the gateway's ``/metrics`` object), and
+    its reply carries ``cost`` (``Decimal`` USD, or ``None`` with ``cost_unknown``).
+    """
+
+    def __init__(self, built: Assembly) -> None:
+        self.engine: Engine = built.engine
+        self.metrics: Metrics = built.metrics
+        """Every call's counts, latencies, tokens and cost (``metrics.render()``: Prometheus)."""
+        self.telemetry: TelemetryWriter | None = built.telemetry
+        """The writer of this client's telemetry rows; ``None`` when ``telemetry:`` is off."""
+        self.pricer: Pricer = built.pricer
+        """The price of every source, found once when the client was built."""
 
     @classmethod
     def from_config(
@@ -54,15 +68,13 @@ class Laneway:
         transport: Transport | None = None,
         observers: Sequence[CallObserver] = (),
     ) -> Laneway:
-        """Load ``laneway.yaml`` (and the ``.env`` beside it); the cache lives beside it too.
+        """Load ``laneway.yaml`` (and the ``.env`` beside it); cache and telemetry live beside it.
 
         ``observers`` receive every finished call (e.g. ``laneway.tracing.SpanObserver``).
         """
         config, environ = load_config(path)
-        cache = open_cache(config.cache.url, Path(path).parent)
-        return cls.from_settings(
-            config, environ=environ, transport=transport, cache=cache, observers=observers
-        )
+        folder = Path(path).absolute().parent
+        return cls(assemble(config, environ, folder, transport=transport, observers=observers))
 
     @classmethod
     def from_env(cls, variable: str = CONFIG_ENV, *, transport: Transport | None = None) -> Laneway:
@@ -82,22 +94,27 @@ class Laneway:
         clock: Clock | None = None,
         cache: CacheStore | None = None,
         observers: Sequence[CallObserver] = (),
+        base_dir: str | Path | None = None,
     ) -> Laneway:
         """Build from an already-parsed config (environment defaults to the process's).
 
-        ``cache`` defaults to what ``cache.url`` names; unset, an in-memory cache.
-        ``observers`` receive every finished call (e.g. ``laneway.tracing.SpanObserver``).
+        ``base_dir`` stands for the config file's folder (relative cache and
+        telemetry paths start there). Without it the cache defaults to memory
+        and telemetry is written only when ``config`` declares ``telemetry:``
+        (relative to the working directory). ``cache`` replaces the store
+        ``cache.url`` names. ``observers`` receive every finished call.
         """
         env = dict(os.environ) if environ is None else environ
-        engine = Engine(
-            config,
-            env,
-            transport or AiohttpTransport(),
-            clock=clock,
-            cache=cache,
-            observers=observers,
+        folder = None if base_dir is None else Path(base_dir).absolute()
+        built = assemble(
+            config, env, folder, transport=transport, cache=cache, clock=clock, observers=observers
         )
-        return cls(engine)
+        return cls(built)
+
+    def _running(self) -> None:
+        """Start the telemetry writer, once, inside the caller's event loop."""
+        if self.telemetry is not None:
+            self.telemetry.start()
 
     async def chat(
         self,
@@ -114,6 +131,7 @@ class Laneway:
         cache: ``no-cache`` (ask afresh, keep the answer), ``no-store`` (neither).
         """
         request = chat_request(messages, params)
+        self._running()
         return await self.engine.chat(lane, request, deadline=deadline, cache=cache_control)
 
     def chat_stream(
@@ -124,7 +142,11 @@ class Laneway:
         deadline: float | None = None,
         **params: Any,
     ) -> ChatStream:
-        """A streamed chat completion: ``async for chunk in lw.chat_stream(...)``."""
+        """A streamed chat completion: ``async for chunk in lw.chat_stream(...)``.
+
+        After the last chunk, ``stream.usage`` and ``stream.cost`` hold the call's.
+        """
+        self._running()
         return self.engine.chat_stream(lane, chat_request(messages, params), deadline=deadline)
 
     async def embed(
@@ -138,6 +160,7 @@ class Laneway:
         """Embed one text or a batch; vectors come back in input order."""
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         request = EmbedRequest(texts, params.pop("dimensions", None), params)
+        self._running()
         return await self.engine.embed(lane, request, deadline=deadline)
 
     async def structured(
@@ -157,8 +180,9 @@ class Laneway:
         the last output and its errors) when every ask came back invalid.
         """
         request = chat_request(messages, params)
-        return await structured(
-            self.engine, lane, request, schema, reasks=reasks, strict=strict, deadline=deadline
+        self._running()
+        return await self.engine.structured(
+            lane, request, schema, reasks=reasks, strict=strict, deadline=deadline
         )
 
     async def ocr(
@@ -174,6 +198,7 @@ class Laneway:
         ``mime_type`` (``image/png``, ``image/jpeg``, ``image/webp``,
         ``image/gif``, ``application/pdf``) is sniffed from the bytes when omitted.
         """
+        self._running()
         return await self.engine.ocr(lane, document, mime_type=mime_type, deadline=deadline)
 
     def batch(
@@ -212,7 +237,7 @@ class Laneway:
             reasks=reasks,
             progress=progress,
         )
-        return BatchJob(self.engine, lane, inputs.items, inputs.digest, self._pricer(lane), options)
+        return BatchJob(self.engine, lane, inputs.items, inputs.digest, self.pricer, options)
 
     def embed_many(
         self,
@@ -236,19 +261,16 @@ class Laneway:
             retry_failures=retry_failures,
         )
 
-    def _pricer(self, lane: str) -> Pricer:
-        """The prices of ``lane``'s sources, resolved once per lane."""
-        from laneway.accounting.pricer import Pricer
-
-        if lane not in self._prices:
-            self._prices[lane] = Pricer.for_lanes({lane: self.engine.config.lanes[lane]})
-        return self._prices[lane]
-
     async def aclose(self) -> None:
-        """Close pooled connections."""
-        await self.engine.aclose()
+        """Write the telemetry rows still queued, then close pooled connections."""
+        try:
+            if self.telemetry is not None:
+                await self.telemetry.aclose()
+        finally:
+            await self.engine.aclose()
 
     async def __aenter__(self) -> Laneway:
+        self._running()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -6,7 +6,9 @@ The engine fills one ``CallRecord`` per call and hands it to a ``CallObserver``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Protocol
 
 from laneway.core.types import NO_USAGE, Attempt, Usage
@@ -65,3 +67,34 @@ class CallObserver(Protocol):
     def observe(self, record: CallRecord) -> None:
         """Take one record."""
         ...
+
+
+RecordPricer = Callable[[CallRecord], tuple[float | None, str]]
+"""Prices a finished call: ``(usd or None, status)``; ``accounting.Pricer.cost`` fits.
+
+The status is ``priced``, ``estimated`` (from locally estimated usage),
+``cache_hit`` (0), or, with ``None``, ``unpriced`` or ``usage_unknown``.
+"""
+
+COST_DIGITS = 12
+"""Decimal places of a reply's cost: a millionth of a millionth of a dollar."""
+UNKNOWN_COST_REASONS = {"unpriced": "unpriced model", "usage_unknown": "usage unknown"}
+"""Why a reply's ``cost`` is ``None``, by pricing status."""
+
+
+def no_prices(record: CallRecord) -> tuple[float | None, str]:
+    """The pricer of an engine given none: every call is unpriced (a cache hit costs 0)."""
+    return (0.0, "cache_hit") if record.cache == "hit" else (None, "unpriced")
+
+
+def reply_cost(priced: tuple[float | None, str]) -> tuple[Decimal | None, str | None]:
+    """A priced call as a reply's ``(cost, cost_unknown)``: USD as a ``Decimal``, or why not.
+
+    The float is rounded to ``COST_DIGITS`` places and converted through its
+    shortest ``repr``, so ``0.000021`` stays ``Decimal("0.000021")`` rather than
+    the sum's float noise (``0.000021000000000000002``) or 50 binary digits.
+    """
+    usd, status = priced
+    if usd is None:
+        return None, UNKNOWN_COST_REASONS.get(status, status)
+    return Decimal(repr(round(usd, COST_DIGITS))), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 
 EmbedInput = str | list[int]
@@ -150,6 +151,10 @@ class LLMResponse:
     reasoning: Reasoning = Reasoning.UNKNOWN
     raw: dict[str, Any] = field(default_factory=dict)
     cache: CacheStatus = "bypass"
+    cost: Decimal | None = None
+    """What the call cost in USD (0 for a cache hit); ``None`` when unknown (``cost_unknown``)."""
+    cost_unknown: str | None = None
+    """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -171,6 +176,10 @@ class EmbeddingResponse:
     attempts: tuple[Attempt, ...]
     elapsed: float
     cache: CacheStatus = "bypass"
+    cost: Decimal | None = None
+    """What the call cost in USD (0 for a cache hit); ``None`` when unknown (``cost_unknown``)."""
+    cost_unknown: str | None = None
+    """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
 
 
 @dataclass(slots=True)
@@ -185,6 +194,10 @@ class OCRResponse:
     attempts: tuple[Attempt, ...]
     elapsed: float
     cache: CacheStatus = "bypass"
+    cost: Decimal | None = None
+    """What the call cost in USD (0 for a cache hit); ``None`` when unknown (``cost_unknown``)."""
+    cost_unknown: str | None = None
+    """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,6 @@ from laneway.policy.quota import used_tokens
 from laneway.policy.retry import Decision, GiveUp, Move, Pushback, Retry
 from laneway.policy.waits import BACKOFF, PUSHBACK, Wait
 from laneway.state.base import SourceStore
-from laneway.state.memory import MemoryStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]
@@ -99,12 +98,10 @@ class CallOutcome(Generic[T]):
 class CallLoop:
     """Drives one call: picks sources, bounds attempts, performs policy decisions."""
 
-    def __init__(
-        self, clock: Clock, rng: random.Random | None = None, store: SourceStore | None = None
-    ) -> None:
+    def __init__(self, clock: Clock, rng: random.Random | None, store: SourceStore) -> None:
         self.clock = clock
         self.rng = rng or random.Random()
-        self.admission = SourceAdmission(store or MemoryStore(clock), clock)
+        self.admission = SourceAdmission(store, clock)
 
     async def run(
         self,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from laneway.core.errors import CallFailed, RequestInvalid, StreamInterrupted
@@ -32,8 +33,9 @@ from laneway.engine.stream import LaneStream, Resume
 if TYPE_CHECKING:
     from laneway.core.records import CallMeta
     from laneway.engine.fallback import Chain
-    from laneway.engine.gateway import Engine
     from laneway.engine.lane import Lane
+    from laneway.engine.parts import CallParts
+    from laneway.engine.recording import ReplyCost
 
 
 class ChatStream:
@@ -42,17 +44,18 @@ class ChatStream:
     ``lane``, ``source``, ``attempts``, ``usage``, ``content`` and
     ``malformed_events`` are filled as the stream runs. ``lane`` is the lane
     streaming now; ``attempts`` lists earlier lanes' attempts first, each
-    named ``lane/source``.
+    named ``lane/source``. ``cost`` (with ``cost_unknown``) once it ended.
     """
 
     def __init__(
-        self, engine: Engine, chain: Chain, request: ChatRequest, meta: CallMeta | None = None
+        self, parts: CallParts, chain: Chain, request: ChatRequest, meta: CallMeta | None = None
     ) -> None:
-        self._engine = engine
+        self._shared = parts
         self._chain = chain
         self._request = request
         self._meta = meta
         self._earlier_usage: list[Usage] = []
+        self._earlier_costs: list[ReplyCost] = []
         self._earlier_malformed = 0
         self._ended = False
         """The current lane's attempts are in the chain's ``tried``: the call failed."""
@@ -91,6 +94,25 @@ class ChatStream:
             return current
         parts = [*self._earlier_usage, *([current] if current is not None else [])]
         return sum_usage(parts)
+
+    @property
+    def cost(self) -> Decimal | None:
+        """What the answer cost: the sum over every lane that sent part of it (see ``usage``)."""
+        return self._priced()[0]
+
+    @property
+    def cost_unknown(self) -> str | None:
+        """Why ``cost`` is ``None`` once the stream ended: ``unpriced model``, ``usage unknown``."""
+        return self._priced()[1]
+
+    def _priced(self) -> ReplyCost:
+        current = self._current
+        total = Decimal(0)
+        for cost, why in [*self._earlier_costs, (current.cost, current.cost_unknown)]:
+            if cost is None:
+                return None, why
+            total += cost
+        return total, None
 
     @property
     def content(self) -> str:
@@ -152,12 +174,13 @@ class ChatStream:
         if following is not None:
             if broken.usage is not None:
                 self._earlier_usage.append(broken.usage)
+            self._earlier_costs.append((broken.cost, broken.cost_unknown))
             self._earlier_malformed += broken.malformed_events
         return following
 
     def _next_lane(self, resume: Resume | None) -> LaneStream | None:
         """A stream on the chain's next lane that can carry the request, under its own deadline."""
-        engine, chain = self._engine, self._chain
+        parts, chain = self._shared, self._chain
         while (turn := chain.next_lane()) is not None:
             lane, left = turn
             try:
@@ -166,6 +189,6 @@ class ChatStream:
                 if chain.failure is None:
                     raise
                 continue
-            deadline = engine.deadline(lane, left)
-            return LaneStream(engine, lane, self._request, deadline, self._meta, resume)
+            deadline = parts.deadline(lane, left)
+            return LaneStream(parts, lane, self._request, deadline, self._meta, resume)
         return None

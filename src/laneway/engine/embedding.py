@@ -24,16 +24,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from laneway.accounting.estimate import embed_usage_or_estimate
 from laneway.config.models import LaneConfig
 from laneway.core.errors import (
     AttemptFailure,
-    CallFailed,
     DimensionMismatch,
     RequestInvalid,
     ResponseTooLarge,
     UpstreamFailed,
 )
+from laneway.core.estimate import embed_usage_or_estimate
 from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt, CacheStatus, EmbeddingResponse, EmbedRequest, Usage
@@ -44,8 +43,8 @@ from laneway.policy.quota import estimate_tokens
 from laneway.providers.base import EmbedResult
 
 if TYPE_CHECKING:
-    from laneway.engine.gateway import Engine
     from laneway.engine.lane import Lane, Source
+    from laneway.engine.parts import CallParts
 
 T = TypeVar("T")
 Vector = list[float]
@@ -70,38 +69,35 @@ class BatchDone:
 
 
 async def embed(
-    engine: Engine, lane: Lane, request: EmbedRequest, deadline: Deadline, meta: CallMeta | None
+    parts: CallParts, lane: Lane, request: EmbedRequest, deadline: Deadline, meta: CallMeta | None
 ) -> EmbeddingResponse:
     """Embed every input of ``request`` on ``lane``; one call record for the whole call."""
     if not request.inputs:
         raise RequestInvalid("input", "must hold at least one text")
     request = pin_dimensions(request, lane.config.dimensions)
-    started = engine.recorder.start()
-    try:
-        return await _embed(engine, lane, request, deadline, meta, started)
-    except (CallFailed, asyncio.CancelledError) as exc:
-        engine.recorder.failed(lane, started, meta, exc)
-        raise
+    started = parts.recorder.start()
+    with parts.recorder.failures(lane, started, meta):
+        return await _embed(parts, lane, request, deadline, meta, started)
 
 
 async def _embed(
-    engine: Engine,
+    parts: CallParts,
     lane: Lane,
     request: EmbedRequest,
     deadline: Deadline,
     meta: CallMeta | None,
     started: CallClock,
 ) -> EmbeddingResponse:
-    cache = engine.embedding_cache if lane.config.embed_cache else None
+    cache = parts.embedding_cache if lane.config.embed_cache else None
     texts, dims = request.inputs, request.dimensions
     cached = await cache.lookup(lane, dims, texts) if cache else [None] * len(texts)
     misses = [index for index, vector in enumerate(cached) if vector is None]
     batches = split(misses, batch_size(lane.config, dims))
-    jobs = [_batch_job(engine, lane, request, batch, deadline) for batch in batches]
+    jobs = [_batch_job(parts, lane, request, batch, deadline) for batch in batches]
     done = await run_bounded(jobs, lane.config.batch_concurrency)
     vectors = assemble(cached, done)
     attempts = tuple(attempt for batch in done for attempt in batch.attempts)
-    check_one_length(lane, vectors, attempts, engine.clock.now() - started.mono, deadline)
+    check_one_length(lane, vectors, attempts, parts.clock.now() - started.mono, deadline)
     if cache is not None and done:
         sent = [index for batch in done for index in batch.indices]
         await cache.save(lane, dims, [texts[i] for i in sent], [vectors[i] for i in sent])
@@ -109,7 +105,7 @@ async def _embed(
     source = done[0].source if done else CACHE_SOURCE
     model = done[0].result.model if done else lane.sources[0].config.model
     usage = sum_usage(batch.usage for batch in done)
-    engine.recorder.ok(
+    cost, cost_unknown = parts.recorder.ok(
         lane,
         started,
         meta,
@@ -122,12 +118,14 @@ async def _embed(
         queue_wait=max((batch.queue_wait for batch in done), default=0.0),
         cache=status,
     )
-    elapsed = engine.clock.now() - started.mono
-    return EmbeddingResponse(lane.name, source, model, vectors, usage, attempts, elapsed, status)
+    elapsed = parts.clock.now() - started.mono
+    return EmbeddingResponse(
+        lane.name, source, model, vectors, usage, attempts, elapsed, status, cost, cost_unknown
+    )
 
 
 def _batch_job(
-    engine: Engine, lane: Lane, request: EmbedRequest, indices: list[int], deadline: Deadline
+    parts: CallParts, lane: Lane, request: EmbedRequest, indices: list[int], deadline: Deadline
 ) -> Callable[[], Awaitable[BatchDone]]:
     """One upstream batch as a job: the call loop over ``request``'s ``indices``."""
     batch = dataclasses.replace(request, inputs=[request.inputs[i] for i in indices])
@@ -135,14 +133,14 @@ def _batch_job(
 
     async def attempt(source: Source) -> EmbedResult:
         http = dataclasses.replace(source.provider.embed_request(batch), max_bytes=limit)
-        answer = await engine.transport.send(http)
-        result = source.provider.parse_embed(answer, engine.clock.wall())
+        answer = await parts.transport.send(http)
+        result = source.provider.parse_embed(answer, parts.clock.wall())
         check_vectors(result, len(batch.inputs), lane.config.dimensions)
         return result
 
     async def job() -> BatchDone:
         try:
-            done = await engine.loop.run(
+            done = await parts.loop.run(
                 lane, deadline, attempt, request_tokens=estimate_tokens(batch)
             )
         except UpstreamFailed as exc:

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from laneway.accounting.estimate import chat_usage_or_estimate
-from laneway.cache import CacheStore, GuardedCache, open_cache
-from laneway.clocks import SystemClock
+from laneway.cache.port import CacheStore
 from laneway.config.models import LanewayConfig
-from laneway.config.secrets import redactor_for
 from laneway.core.clock import Clock
 from laneway.core.errors import (
     AttemptFailure,
-    CallFailed,
     LaneNotReady,
     RequestInvalid,
     UnknownLane,
 )
+from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
-from laneway.core.records import CallMeta, CallObserver
+from laneway.core.records import CallMeta, CallObserver, RecordPricer, no_prices
+from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.core.shapes import check_messages
 from laneway.core.transport import Transport
 from laneway.core.types import (
@@ -37,53 +35,55 @@ from laneway.engine.call import CallLoop
 from laneway.engine.chain_stream import ChatStream
 from laneway.engine.embedding_cache import EmbeddingCache
 from laneway.engine.fallback import Chain, through_chain
-from laneway.engine.lane import Lane, Source, build_lanes
-from laneway.engine.ocr import run_ocr
+from laneway.engine.lane import Lane, Source
+from laneway.engine.ocr import DEFAULT_PROMPT, ocr_request
+from laneway.engine.parts import CallParts
 from laneway.engine.recording import CallClock, Recorder
-from laneway.engine.redaction import RedactingTransport
 from laneway.engine.response_cache import ResponseCache
+from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import estimate_tokens
 from laneway.providers.base import ChatResult
-from laneway.state import open_store
+from laneway.state.base import SourceStore
 
 
 class Engine:
-    """The lanes of one configuration, a shared transport, and the call loop.
+    """The lanes of one configuration, the collaborators they share, and the call loop.
 
-    ``redactor`` holds the configuration's secrets; when there are any, the
-    transport is wrapped so no upstream text carrying one gets further
-    (``laneway.engine.redaction``).
-
-    ``cache`` stores the response and embedding caches (default: the one
-    ``cache.url`` names, relative paths from the working directory); its
-    failures read as misses.
+    The engine is given everything it uses, as ports: ``lanes`` (sources bound
+    to provider adapters), the ``transport`` that reaches upstreams (already
+    redacting when the configuration has secrets), the source ``store``
+    admission shares, the ``cache`` behind the response and embedding caches
+    (failures read as misses), the ``observers`` of finished calls and the
+    ``price`` of each. ``laneway.app`` makes them from a configuration; the
+    engine names no concrete adapter. ``redactor`` holds the configuration's
+    secrets, for the server's own redaction.
     """
 
     def __init__(
         self,
         config: LanewayConfig,
-        environ: Mapping[str, str],
-        transport: Transport,
+        lanes: dict[str, Lane],
         *,
-        clock: Clock | None = None,
+        transport: Transport,
+        store: SourceStore,
+        cache: CacheStore,
+        clock: Clock,
         rng: random.Random | None = None,
         observers: Sequence[CallObserver] = (),
-        cache: CacheStore | None = None,
+        price: RecordPricer = no_prices,
+        redactor: Redactor = NO_SECRETS,
     ) -> None:
         self.config = config
-        self.redactor = redactor_for(config, environ)
-        self.transport: Transport = (
-            RedactingTransport(transport, self.redactor) if self.redactor.active else transport
-        )
-        self.clock = clock or SystemClock()
-        state = open_store(config.state.url, self.clock, config.state.fallback_share)
-        self.loop = CallLoop(self.clock, rng, state)
-        self.recorder = Recorder(observers, self.clock)
-        self.cache = GuardedCache(cache or open_cache(config.cache.url, None), self.clock)
-        self.responses = ResponseCache(self.cache, self.clock)
-        self.embedding_cache = EmbeddingCache(self.cache)
-        self.lanes: dict[str, Lane] = build_lanes(config, environ)
+        self.lanes = lanes
+        self.redactor = redactor
+        self.transport = transport
+        self.clock = clock
+        self.loop = CallLoop(clock, rng, store)
+        self.recorder = Recorder(observers, clock, price)
+        self.cache = cache
+        self.responses = ResponseCache(cache, clock)
+        self.parts = CallParts(transport, clock, self.loop, self.recorder, EmbeddingCache(cache))
 
     def lane(self, name: str, kind: str | None = None, *, ready: bool = True) -> Lane:
         """The lane called ``name`` or aliased by it (of ``kind`` when given), ready to run
@@ -105,11 +105,7 @@ class Engine:
 
     def deadline(self, lane: Lane, caller_seconds: float | None) -> Deadline:
         """The lane's deadline, tightened by the caller's own when that is shorter."""
-        now = self.clock.now()
-        own = Deadline.after(now, lane.config.deadline)
-        if caller_seconds is None:
-            return own
-        return own.earliest(Deadline.after(now, caller_seconds))
+        return self.parts.deadline(lane, caller_seconds)
 
     async def chat(
         self,
@@ -146,8 +142,7 @@ class Engine:
         started = self.recorder.start()
         lookup = await self.responses.lookup(lane, request, cache)
         if lookup.hit is not None:
-            self._record_hit(lane, started, meta, lookup.hit)
-            return lookup.hit
+            return self._record_hit(lane, started, meta, lookup.hit)
         wants_empty_retry = FailureKind.EMPTY in lane.policy.retry_on
 
         async def attempt(source: Source) -> ChatResult:
@@ -158,16 +153,13 @@ class Engine:
                 raise AttemptFailure(FailureKind.EMPTY, "the upstream returned an empty completion")
             return result
 
-        try:
+        with self.recorder.failures(lane, started, meta):
             done = await self.loop.run(
                 lane,
                 self.deadline(lane, deadline),
                 attempt,
                 request_tokens=estimate_tokens(request),
             )
-        except (CallFailed, asyncio.CancelledError) as exc:
-            self.recorder.failed(lane, started, meta, exc)
-            raise
         r = done.result
         usage = chat_usage_or_estimate(
             r.usage,
@@ -176,7 +168,7 @@ class Engine:
             r.content,
             r.reasoning_content,
         )
-        self.recorder.ok(
+        cost, cost_unknown = self.recorder.ok(
             lane,
             started,
             meta,
@@ -200,6 +192,8 @@ class Engine:
             reasoning=r.reasoning,
             raw=r.raw,
             cache=lookup.status,
+            cost=cost,
+            cost_unknown=cost_unknown,
         )
         if accept is None or accept(response):
             await self.responses.save(lookup, response)
@@ -207,10 +201,11 @@ class Engine:
 
     def _record_hit(
         self, lane: Lane, started: CallClock, meta: CallMeta | None, hit: LLMResponse
-    ) -> None:
-        """Record a cache hit: no attempts, the cached usage, ``cache="hit"``."""
+    ) -> LLMResponse:
+        """Record a cache hit (no attempts, the cached usage, ``cache="hit"``); the hit, priced."""
         fields = {"source": hit.source, "model": hit.model, "usage": hit.usage, "status": 200}
-        self.recorder.ok(lane, started, meta, cache="hit", **fields)
+        cost, cost_unknown = self.recorder.ok(lane, started, meta, cache="hit", **fields)
+        return dataclasses.replace(hit, cost=cost, cost_unknown=cost_unknown)
 
     def chat_stream(
         self,
@@ -221,7 +216,8 @@ class Engine:
         meta: CallMeta | None = None,
     ) -> ChatStream:
         """A streaming chat call on the lane and its fallback lanes; iterate it for chunks."""
-        return ChatStream(self, self.chain(lane_name, "chat", deadline, meta), request, meta)
+        chain = self.chain(lane_name, "chat", deadline, meta)
+        return ChatStream(self.parts, chain, request, meta)
 
     async def embed(
         self,
@@ -241,7 +237,9 @@ class Engine:
             raise RequestInvalid("encoding_format", "laneway returns float vectors only")
 
         async def on(lane: Lane, seconds: float | None) -> EmbeddingResponse:
-            return await embedding.embed(self, lane, request, self.deadline(lane, seconds), meta)
+            return await embedding.embed(
+                self.parts, lane, request, self.deadline(lane, seconds), meta
+            )
 
         return await through_chain(chain, on)
 
@@ -255,15 +253,50 @@ class Engine:
         meta: CallMeta | None = None,
         cache: CacheControl | None = None,
     ) -> OCRResponse:
-        """Read one image or PDF page on an OCR lane (see ``laneway.engine.ocr``)."""
-        return await run_ocr(
-            self,
-            lane_name,
-            document,
-            mime_type=mime_type,
-            deadline=deadline,
+        """Read one image or PDF page on an OCR lane (see ``laneway.engine.ocr``).
+
+        The lane's ``prompt`` and the document become a chat request that runs
+        like any chat call: call loop, response cache, record, price.
+        """
+        lane = self.lane(lane_name, "ocr")
+        request = ocr_request(lane.config.prompt or DEFAULT_PROMPT, document, mime_type)
+        answer = await self.run_chat(lane, request, deadline=deadline, meta=meta, cache=cache)
+        return OCRResponse(
+            lane=answer.lane,
+            source=answer.source,
+            model=answer.model,
+            text=answer.content,
+            usage=answer.usage,
+            attempts=answer.attempts,
+            elapsed=answer.elapsed,
+            cache=answer.cache,
+            cost=answer.cost,
+            cost_unknown=answer.cost_unknown,
+        )
+
+    async def structured(
+        self,
+        lane_name: str,
+        request: ChatRequest,
+        schema: type[M],
+        *,
+        reasks: int = DEFAULT_REASKS,
+        strict: bool = False,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
+    ) -> StructuredResponse[M]:
+        """Ask ``lane_name`` for an instance of ``schema`` (see ``laneway.engine.structured``)."""
+        lane = self.lane(lane_name, "chat")
+        return await structured(
+            self.run_chat,
+            self.clock,
+            lane,
+            request,
+            schema,
+            reasks=reasks,
+            strict=strict,
+            deadline=self.deadline(lane, deadline),
             meta=meta,
-            cache=cache,
         )
 
     async def aclose(self) -> None:

@@ -5,20 +5,16 @@ request laneway builds itself, the lane's ``prompt`` as text and the
 document as a base64 ``data:`` URL content part (OpenAI's ``image_url`` for
 images, its ``file`` part for a PDF). The call runs through the same call
 loop, recording and response cache as any chat call, so retries, deadline,
-usage and telemetry behave identically.
+usage and telemetry behave identically (``Engine.ocr``).
 """
 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from laneway.core.errors import RequestInvalid
-from laneway.core.records import CallMeta
-from laneway.core.types import CacheControl, ChatRequest, OCRResponse
-
-if TYPE_CHECKING:
-    from laneway.engine.gateway import Engine
+from laneway.core.types import ChatRequest
 
 DEFAULT_PROMPT = (
     "Transcribe all text in this document as Markdown, in reading order. "
@@ -38,32 +34,6 @@ _MAGIC = (
     (b"GIF89a", "image/gif"),
     (b"%PDF-", PDF),
 )
-
-
-async def run_ocr(
-    engine: Engine,
-    lane_name: str,
-    document: bytes,
-    *,
-    mime_type: str | None = None,
-    deadline: float | None = None,
-    meta: CallMeta | None = None,
-    cache: CacheControl | None = None,
-) -> OCRResponse:
-    """Read the text of ``document`` (an image, or one PDF page) on an OCR lane."""
-    lane = engine.lane(lane_name, "ocr")
-    request = ocr_request(lane.config.prompt or DEFAULT_PROMPT, document, mime_type)
-    response = await engine.run_chat(lane, request, deadline=deadline, meta=meta, cache=cache)
-    return OCRResponse(
-        lane=response.lane,
-        source=response.source,
-        model=response.model,
-        text=response.content,
-        usage=response.usage,
-        attempts=response.attempts,
-        elapsed=response.elapsed,
-        cache=response.cache,
-    )
 
 
 def ocr_request(prompt: str, document: bytes, mime_type: str | None) -> ChatRequest:

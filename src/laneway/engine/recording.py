@@ -1,15 +1,39 @@
-"""Turning finished calls into ``CallRecord``s for the observers."""
+"""Turning finished calls into ``CallRecord``s for the observers, and pricing them.
+
+Every call kind (chat, OCR, embed, stream) records the same three steps:
+``start`` when it begins, ``failures`` around the work that may end in a call
+failure or a cancellation (recorded, then re-raised), ``ok`` when it ends with
+an answer. ``ok`` returns the call's price for the reply, from the same record
+the telemetry row and the metrics are made of.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from types import TracebackType
 from typing import Any
 
 from laneway.core.clock import Clock
 from laneway.core.errors import CallFailed, LaneNotReady
-from laneway.core.records import CallMeta, CallObserver, CallRecord
+from laneway.core.records import (
+    CallMeta,
+    CallObserver,
+    CallRecord,
+    RecordPricer,
+    no_prices,
+    reply_cost,
+)
 from laneway.engine.lane import Lane
+
+Facts = Callable[[], dict[str, Any]]
+"""``CallRecord`` fields known only when the call ends (a stream's attempts, usage...)."""
+ReplyCost = tuple[Decimal | None, str | None]
+"""A reply's ``(cost, cost_unknown)``."""
+ENDINGS = (CallFailed, asyncio.CancelledError, GeneratorExit)
+"""How a call ends without an answer: it failed, or its caller cancelled or closed it."""
 
 
 @dataclass(slots=True)
@@ -23,18 +47,27 @@ class CallClock:
 class Recorder:
     """Fans finished calls out to the observers (which only enqueue)."""
 
-    def __init__(self, observers: Sequence[CallObserver], clock: Clock) -> None:
+    def __init__(
+        self, observers: Sequence[CallObserver], clock: Clock, price: RecordPricer = no_prices
+    ) -> None:
         self.observers = list(observers)
         self.clock = clock
+        self.price = price
 
     def start(self) -> CallClock:
         """Mark a call's start."""
         return CallClock(self.clock.wall(), self.clock.now())
 
-    def ok(self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any) -> None:
-        """Record a successful call; ``fields`` are ``CallRecord`` fields."""
-        if self.observers:
-            self._emit(lane, started, meta, outcome="ok", **fields)
+    def failures(
+        self, lane: Lane, started: CallClock, meta: CallMeta | None, facts: Facts | None = None
+    ) -> Failures:
+        """A ``with`` block that records the call as failed if it ends in one of ``ENDINGS``."""
+        return Failures(self, lane, started, meta, facts)
+
+    def ok(self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any) -> ReplyCost:
+        """Record a successful call; ``fields`` are ``CallRecord`` fields. Returns its cost."""
+        record = self._emit(lane, started, meta, outcome="ok", **fields)
+        return reply_cost(self.price(record))
 
     def failed(
         self,
@@ -43,11 +76,10 @@ class Recorder:
         meta: CallMeta | None,
         error: BaseException,
         **fields: Any,
-    ) -> None:
+    ) -> ReplyCost:
         """Record a call that ended in ``error``, was cancelled by its caller, or was skipped
-        because its lane cannot run (``LaneNotReady``)."""
-        if not self.observers:
-            return
+        because its lane cannot run (``LaneNotReady``). Returns what it cost all the same
+        (a stream broken after content was sent used tokens)."""
         if isinstance(error, CallFailed):
             fields.setdefault("attempts", error.attempts)
             fields.setdefault("source", error.source)
@@ -57,9 +89,12 @@ class Recorder:
             code = error.code
         else:
             code = "cancelled"
-        self._emit(lane, started, meta, outcome="error", error=code, **fields)
+        record = self._emit(lane, started, meta, outcome="error", error=code, **fields)
+        return reply_cost(self.price(record))
 
-    def _emit(self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any) -> None:
+    def _emit(
+        self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any
+    ) -> CallRecord:
         fields.setdefault("attempts", ())
         source_name = fields.get("source")
         source = next((s for s in lane.sources if s.name == source_name), None)
@@ -76,6 +111,7 @@ class Recorder:
         )
         for observer in self.observers:
             observer.observe(record)
+        return record
 
     def crashed(
         self, lane: str, kind: str, started: CallClock, meta: CallMeta, status: int = 500
@@ -98,3 +134,43 @@ class Recorder:
         )
         for observer in self.observers:
             observer.observe(record)
+
+
+class Failures:
+    """Records the call as failed when its block ends in one of ``ENDINGS``, then lets it go on.
+
+    A class rather than a generator-based context manager: it runs on every call.
+    """
+
+    __slots__ = ("_facts", "_lane", "_meta", "_recorder", "_started", "cost")
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        lane: Lane,
+        started: CallClock,
+        meta: CallMeta | None,
+        facts: Facts | None,
+    ) -> None:
+        self._recorder = recorder
+        self._lane = lane
+        self._started = started
+        self._meta = meta
+        self._facts = facts
+        self.cost: ReplyCost | None = None
+        """The failed call's cost, once the block ended in one of ``ENDINGS``."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if error is not None and isinstance(error, ENDINGS):
+            fields = self._facts() if self._facts is not None else {}
+            self.cost = self._recorder.failed(
+                self._lane, self._started, self._meta, error, **fields
+            )

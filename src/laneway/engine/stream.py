@@ -31,16 +31,16 @@ under ``continue_on_cut: restart``, never continued from a prefill.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from laneway.accounting.estimate import chat_usage_or_estimate
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
+from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
@@ -52,8 +52,8 @@ from laneway.policy.quota import estimate_tokens, used_tokens
 
 if TYPE_CHECKING:
     from laneway.engine.admission import Admitted
-    from laneway.engine.gateway import Engine
     from laneway.engine.lane import Lane, Source
+    from laneway.engine.parts import CallParts
 
 FINAL_USAGE_GRACE = 1.0
 
@@ -156,21 +156,22 @@ class LaneStream:
     ``source``, ``attempts``, ``usage``, ``content`` and ``malformed_events``
     are filled as the stream runs. With ``resume``, it continues an answer an
     earlier lane began (``content`` then starts with the text already sent).
+    ``cost`` (with ``cost_unknown``) is the lane's part's, once it ended.
     """
 
     def __init__(
         self,
-        engine: Engine,
+        parts: CallParts,
         lane: Lane,
         request: ChatRequest,
         deadline: Deadline,
         meta: CallMeta | None = None,
         resume: Resume | None = None,
     ) -> None:
-        self._engine = engine
+        self._shared = parts
         self._resume = resume
         self._meta = meta
-        self._call = engine.recorder.start()
+        self._call = parts.recorder.start()
         self.lane = lane
         self._request = request
         self._deadline = deadline
@@ -184,8 +185,10 @@ class LaneStream:
         self._content: list[str] = [resume.sent] if resume is not None else []
         self._tool_deltas = False
         self._answer_id: object = resume.answer_id if resume is not None else None
-        self._started = engine.clock.now()
+        self._started = parts.clock.now()
         self._iterator: AsyncGenerator[ChatChunk, None] | None = None
+        self.cost: Decimal | None = None
+        self.cost_unknown: str | None = None
 
     @property
     def attempts(self) -> tuple[Attempt, ...]:
@@ -221,7 +224,7 @@ class LaneStream:
     @property
     def elapsed(self) -> float:
         """Seconds since the call started."""
-        return self._engine.clock.now() - self._started
+        return self._shared.clock.now() - self._started
 
     def __aiter__(self) -> AsyncGenerator[ChatChunk, None]:
         if self._iterator is None:
@@ -240,15 +243,18 @@ class LaneStream:
         await self.aclose()
 
     async def _run(self) -> AsyncGenerator[ChatChunk, None]:
-        recorder = self._engine.recorder
+        recorder = self._shared.recorder
+        failures = recorder.failures(self.lane, self._call, self._meta, self._facts)
         try:
-            async with aclosing(self._segments_in_turn()) as segments:
-                async for chunk in segments:
-                    yield chunk
-        except (CallFailed, asyncio.CancelledError, GeneratorExit) as exc:
-            recorder.failed(self.lane, self._call, self._meta, exc, **self._facts())
-            raise
-        recorder.ok(self.lane, self._call, self._meta, status=200, **self._facts())
+            with failures:
+                async with aclosing(self._segments_in_turn()) as segments:
+                    async for chunk in segments:
+                        yield chunk
+        finally:
+            if failures.cost is not None:
+                self.cost, self.cost_unknown = failures.cost
+        priced = recorder.ok(self.lane, self._call, self._meta, status=200, **self._facts())
+        self.cost, self.cost_unknown = priced
 
     def _facts(self) -> dict[str, Any]:
         ttfb = None if self.first_token_at is None else self.first_token_at - self._started
@@ -294,10 +300,10 @@ class LaneStream:
             lane, continuation = rest, True
 
     async def _open(self, lane: Lane, continuation: bool) -> _Segment:
-        engine = self._engine
+        parts = self._shared
         sized = self._prefilled() if continuation else self._request
         try:
-            done = await engine.loop.run(
+            done = await parts.loop.run(
                 lane,
                 self._deadline,
                 lambda source: self._attempt(source, continuation),
@@ -314,7 +320,7 @@ class LaneStream:
         assert done.held is not None, "a held run hands its attempt over"
         self.source = done.source.name
         if self.first_token_at is None:
-            self.first_token_at = engine.clock.now()
+            self.first_token_at = parts.clock.now()
         index = len(self._attempts)
         self._attempts.append(Attempt(self.source, "ok", 0.0, 200, continuation=continuation))
         return _Segment(done.source, done.result, done.held, index, continuation)
@@ -336,7 +342,7 @@ class LaneStream:
             return await self._opening(source, self._request, None)
         if self._resume is not None or not source.config.accepts_prefill:
             return await self._opening(source, self._request, _Splice(self.content))
-        started = self._engine.clock.now()
+        started = self._shared.clock.now()
         try:
             return await self._opening(source, self._prefilled(), None)
         except AttemptFailure as failure:
@@ -345,7 +351,7 @@ class LaneStream:
                 or self.lane.config.continue_on_cut != "restart"
             ):
                 raise
-            elapsed = self._engine.clock.now() - started
+            elapsed = self._shared.clock.now() - started
             why = f"refused the prefill ({failure.message}); asked again without it"
             refused = Attempt(source.name, failure.label, elapsed, failure.status, message=why)
             self._refusals.append(dataclasses.replace(refused, continuation=True))
@@ -361,7 +367,7 @@ class LaneStream:
         attempt then, like one that answers and never streams a token.
         """
         limit = self.lane.config.first_byte_timeout
-        clock = self._engine.clock
+        clock = self._shared.clock
         stack = AsyncExitStack()
         try:
             async with clock.deadline(math.inf if limit is None else clock.now() + limit):
@@ -383,11 +389,11 @@ class LaneStream:
     ) -> _Opened:
         provider = source.provider
         http = await stack.enter_async_context(
-            self._engine.transport.stream(provider.chat_request(request, stream=True))
+            self._shared.transport.stream(provider.chat_request(request, stream=True))
         )
         if http.status >= 400:
             body = await http.read()
-            raise provider.failure(http.status, http.headers, body, self._engine.clock.wall())
+            raise provider.failure(http.status, http.headers, body, self._shared.clock.wall())
         progress = _Progress()
         events = _events(http, source, progress)
         stack.push_async_callback(events.aclose)
@@ -439,13 +445,13 @@ class LaneStream:
         self, events: AsyncIterator[ChatChunk], progress: _Progress
     ) -> ChatChunk | None:
         """The next chunk, waiting no longer than idle, grace and deadline allow."""
-        now = self._engine.clock.now()
+        now = self._shared.clock.now()
         limits = [self._deadline.remaining(now)]
         if self.lane.config.idle_timeout is not None:
             limits.append(self.lane.config.idle_timeout)
         if progress.finished:
             limits.append(FINAL_USAGE_GRACE)
-        async with self._engine.clock.deadline(now + max(min(limits), 0.0)):
+        async with self._shared.clock.deadline(now + max(min(limits), 0.0)):
             return await anext(events, None)
 
     def _took(self, chunk: ChatChunk) -> ChatChunk:
@@ -465,7 +471,7 @@ class LaneStream:
         return chunk
 
     def _why_broken(self, cause: BaseException) -> AttemptFailure:
-        if self._deadline.expired(self._engine.clock.now()):
+        if self._deadline.expired(self._shared.clock.now()):
             return AttemptFailure(FailureKind.DEADLINE, "the deadline passed mid-stream")
         if isinstance(cause, TimeoutError):
             idle = format_duration(self.lane.config.idle_timeout or 0)
@@ -480,11 +486,11 @@ class LaneStream:
         A segment that neither finished nor broke was given up by its caller
         (closed, cancelled): it settles what it consumed without judging the source.
         """
-        opened, admission = segment.opened, self._engine.loop.admission
+        opened, admission = segment.opened, self._shared.loop.admission
         finished = broken is None and opened.progress.finished
         usage = self._segment_usage(opened, estimate=not finished)
         tokens = used_tokens(usage) if usage.known else None
-        elapsed = self._engine.clock.now() - segment.held.started
+        elapsed = self._shared.clock.now() - segment.held.started
         opening = self._attempts[segment.index]
         if finished:
             attempt = dataclasses.replace(opening, elapsed=elapsed)
@@ -531,7 +537,7 @@ class LaneStream:
         tool-call deltas were sent, which a text comparison cannot vouch for.
         """
         mode = "restart" if self._resume is not None else lane.config.continue_on_cut
-        if not mode or self._deadline.expired(self._engine.clock.now()):
+        if not mode or self._deadline.expired(self._shared.clock.now()):
             return None
         restart = mode == "restart" and not self._tool_deltas
         tried = {a.source for a in self._attempts}

@@ -17,27 +17,40 @@ is never cached either (``Engine.run_chat``'s ``accept``).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from decimal import Decimal
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from laneway.core.clock import Clock
 from laneway.core.errors import DeadlineExceeded, RequestInvalid, ResultInvalid
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt, CacheStatus, ChatRequest, LLMResponse, Usage
 from laneway.core.units import format_duration
 from laneway.core.usage import sum_usage
-
-if TYPE_CHECKING:
-    from laneway.engine.gateway import Engine
-    from laneway.engine.lane import Lane
-    from laneway.policy.deadline import Deadline
+from laneway.engine.lane import Lane
+from laneway.policy.deadline import Deadline
 
 M = TypeVar("M", bound=BaseModel)
 DEFAULT_REASKS = 2
 MAX_ERRORS_SHOWN = 20
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+class RunChat(Protocol):
+    """``Engine.run_chat``: one chat call on a resolved lane; refused answers stay uncached."""
+
+    def __call__(
+        self,
+        lane: Lane,
+        request: ChatRequest,
+        *,
+        deadline: float | None = None,
+        meta: CallMeta | None = None,
+        accept: Callable[[LLMResponse], bool] | None = None,
+    ) -> Awaitable[LLMResponse]: ...
 
 
 @dataclass(slots=True)
@@ -54,24 +67,27 @@ class StructuredResponse(Generic[M]):
     elapsed: float
     asks: int
     cache: CacheStatus = "bypass"
+    cost: Decimal | None = None
+    """Every ask's cost summed; ``None`` when any ask's is unknown (see ``cost_unknown``)."""
+    cost_unknown: str | None = None
 
 
 async def structured(
-    engine: Engine,
-    lane_name: str,
+    run_chat: RunChat,
+    clock: Clock,
+    lane: Lane,
     request: ChatRequest,
     schema: type[M],
     *,
     reasks: int = DEFAULT_REASKS,
     strict: bool = False,
-    deadline: float | None = None,
+    deadline: Deadline,
     meta: CallMeta | None = None,
 ) -> StructuredResponse[M]:
-    """Ask ``lane_name`` for an instance of ``schema``; ``ResultInvalid`` if none comes."""
+    """Ask ``lane`` for an instance of ``schema``; ``ResultInvalid`` if none comes."""
     if reasks < 0:
         raise RequestInvalid("reasks", "must be 0 or more")
-    lane = engine.lane(lane_name, "chat")
-    asker = _Asker(engine, lane, schema, engine.deadline(lane, deadline), meta)
+    asker = _Asker(run_chat, clock, lane, schema, deadline, meta)
     params = {**request.params, "response_format": response_format(schema, strict)}
     messages = list(request.messages)
     for number in range(1, reasks + 2):
@@ -91,24 +107,31 @@ class _Asker(Generic[M]):
     """One structured call's asks: each under the call's deadline, all tallied."""
 
     def __init__(
-        self, engine: Engine, lane: Lane, schema: type[M], overall: Deadline, meta: CallMeta | None
+        self,
+        run_chat: RunChat,
+        clock: Clock,
+        lane: Lane,
+        schema: type[M],
+        overall: Deadline,
+        meta: CallMeta | None,
     ) -> None:
-        self.engine = engine
+        self.run_chat = run_chat
+        self.clock = clock
         self.lane = lane
         self.schema = schema
         self.overall = overall
         self.meta = meta
-        self.start = engine.clock.now()
-        self.usages: list[Usage] = []
+        self.start = clock.now()
+        self.answers: list[LLMResponse] = []
         self.attempts: list[Attempt] = []
 
     async def ask(self, request: ChatRequest, number: int) -> LLMResponse:
         """One ask with what is left of the deadline; a valid answer may be cached."""
-        remaining = self.overall.remaining(self.engine.clock.now())
+        remaining = self.overall.remaining(self.clock.now())
         if remaining <= 0:
             raise self._deadline((), number)
         try:
-            response = await self.engine.run_chat(
+            response = await self.run_chat(
                 self.lane,
                 request,
                 deadline=remaining,
@@ -117,23 +140,26 @@ class _Asker(Generic[M]):
             )
         except DeadlineExceeded as exc:
             raise self._deadline(exc.attempts, number) from exc
-        self.usages.append(response.usage)
+        self.answers.append(response)
         self.attempts.extend(response.attempts)
         return response
 
     def result(self, value: M, response: LLMResponse, asks: int) -> StructuredResponse[M]:
-        """The success: the value, the last answer's facts, every ask's usage and attempts."""
+        """The success: the value, the last answer's facts, every ask's usage, cost, attempts."""
+        cost, cost_unknown = summed_cost(self.answers)
         return StructuredResponse(
             value=value,
             content=response.content,
             lane=response.lane,
             source=response.source,
             model=response.model,
-            usage=sum_usage(self.usages),
+            usage=sum_usage(answer.usage for answer in self.answers),
             attempts=tuple(self.attempts),
-            elapsed=self.engine.clock.now() - self.start,
+            elapsed=self.clock.now() - self.start,
             asks=asks,
             cache=response.cache,
+            cost=cost,
+            cost_unknown=cost_unknown,
         )
 
     def invalid(self, output: str, errors: tuple[str, ...], asks: int) -> ResultInvalid:
@@ -159,9 +185,19 @@ class _Asker(Generic[M]):
         return {
             "lane": self.lane.name,
             "attempts": attempts,
-            "elapsed": self.engine.clock.now() - self.start,
+            "elapsed": self.clock.now() - self.start,
             "deadline": self.overall.at - self.start,
         }
+
+
+def summed_cost(answers: Sequence[LLMResponse]) -> tuple[Decimal | None, str | None]:
+    """The asks' costs summed, or the first unknown one's reason."""
+    total = Decimal(0)
+    for answer in answers:
+        if answer.cost is None:
+            return None, answer.cost_unknown
+        total += answer.cost
+    return total, None
 
 
 def response_format(schema: type[BaseModel], strict: bool) -> dict[str, Any]:

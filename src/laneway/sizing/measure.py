@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
-from laneway.cache import open_cache
+from laneway.app import build_engine
 from laneway.config.models import LaneConfig, LanewayConfig, SourceConfig
 from laneway.core.errors import CallFailed
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transport
@@ -139,7 +139,7 @@ async def _engine(
     config: LanewayConfig, environ: Mapping[str, str], transport: CountingTransport
 ) -> AsyncIterator[Engine]:
     """An engine sharing ``transport`` (closed by ``measure``, not here)."""
-    engine = Engine(config, environ, transport, cache=open_cache(":memory:", None))
+    engine = build_engine(config, environ, transport=transport, fresh=True)
     try:
         yield engine
     finally:

@@ -19,12 +19,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from laneway.app import build_lane
 from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
 from laneway.core.errors import AttemptFailure, CallFailed
 from laneway.core.failures import FailureKind
 from laneway.engine.call import CallLoop
-from laneway.engine.lane import Lane, LaneMemory, Source, build_lane
+from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy.deadline import Deadline
 from laneway.sizing.samples import RecordedAttempt, RecordedCall
 from laneway.state.memory import MemoryStore
