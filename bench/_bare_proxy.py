@@ -1,9 +1,10 @@
 """The floor of laneway's own stack: uvicorn + httptools + uvloop, forwarding via aiohttp.
 
-A raw ASGI app that reads the body, POSTs it unchanged to the upstream on one pooled
-aiohttp session (the same connector settings as ``laneway.http.aiohttp``), and returns
-the answer. No parsing, no lanes, no policy: whatever ``laneway serve`` costs beyond
-this row is laneway's own code; what this row costs is the price of the chosen stack.
+A raw ASGI app that reads the body, POSTs it unchanged to the same path on the upstream
+on one pooled aiohttp session (the same connector settings as ``laneway.http.aiohttp``),
+and returns the answer; a server-sent event stream is relayed as its bytes arrive.
+No parsing, no lanes, no policy: whatever ``laneway serve`` costs beyond this row is
+laneway's own code; what this row costs is the price of the chosen stack.
 
     python bench/_bare_proxy.py PORT UPSTREAM_URL
 """
@@ -26,21 +27,25 @@ _JSON = {"content-type": "application/json"}
 
 
 class BareProxy:
-    """ASGI app forwarding every request's body to ``{upstream}/v1/chat/completions``."""
+    """ASGI app forwarding every request's body to the same path on ``upstream``."""
 
     def __init__(self, upstream: str) -> None:
-        self.url = f"{upstream}/v1/chat/completions"
+        self.upstream = upstream
         self.session: aiohttp.ClientSession | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            await self._forward(receive, send)
+            await self._forward(scope["path"], receive, send)
 
-    async def _forward(self, receive: Receive, send: Send) -> None:
+    async def _forward(self, path: str, receive: Receive, send: Send) -> None:
         body = await _read_body(receive)
-        async with self._client().post(self.url, data=body, headers=_JSON) as response:
+        url = self.upstream + path
+        async with self._client().post(url, data=body, headers=_JSON) as response:
+            if response.content_type == "text/event-stream":
+                await _relay(response, send)
+                return
             data = await response.read()
             status = response.status
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
@@ -68,6 +73,15 @@ class BareProxy:
                     await self.session.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def _relay(response: aiohttp.ClientResponse, send: Send) -> None:
+    """Pass a stream's bytes on as they arrive (no parsing: the floor of a stream relay)."""
+    head = [(b"content-type", b"text/event-stream")]
+    await send({"type": "http.response.start", "status": response.status, "headers": head})
+    async for data in response.content.iter_any():
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -25,6 +25,11 @@ PATH = "/v1/chat/completions"
 LANE = "bench-chat"
 """The lane (laneway) and ``model_name`` (LiteLLM) the load generator asks for."""
 UPSTREAM_MODEL = "bench-model"
+BENCH_KEY = "sk-bench-0123456789abcdef"
+"""The bearer key every request carries (laneway checks it; the other rows ignore it)."""
+AUTH_HEADERS = {"Authorization": f"Bearer {BENCH_KEY}"}
+KEY_RPM = 100_000_000
+"""The key's ``rpm``: checked on every call, never reached by a benchmark."""
 
 
 def request_body(model: str) -> bytes:
@@ -41,18 +46,26 @@ def request_body(model: str) -> bytes:
 
 
 def laneway_config(upstream_url: str, telemetry: object | None) -> dict[str, Any]:
-    """One chat lane with one OpenAI source on nginx; ``telemetry`` is the top-level key.
+    """One chat lane with one OpenAI source on nginx, called with a key that has an ``rpm``.
 
-    ``telemetry=None`` leaves the key out entirely (the build does not know it yet).
+    ``telemetry`` is the top-level key (``None`` leaves it out). Metrics are always
+    on in ``laneway serve``, and so is its access log at the default ``--log-level``:
+    with telemetry on this is the issue's "every feature on" configuration.
     """
     source = {"provider": "openai", "base_url": f"{upstream_url}/v1", "model": UPSTREAM_MODEL}
+    key = {"name": "bench", "key": BENCH_KEY, "rpm": KEY_RPM}
     config: dict[str, Any] = {
         "lanes": {LANE: {"kind": "chat", "deadline": "30s", "sources": [source]}},
-        "server": {"host": "127.0.0.1"},
+        "server": {"host": "127.0.0.1", "keys": [key]},
     }
     if telemetry is not None:
         config["telemetry"] = telemetry
     return config
+
+
+def every_feature_config(upstream_url: str, telemetry_db: Path) -> dict[str, Any]:
+    """``laneway_config`` with telemetry to a SQLite file: every feature of the issue on."""
+    return laneway_config(upstream_url, {"url": f"sqlite:///{telemetry_db}"})
 
 
 def write_yaml(path: Path, data: dict[str, Any]) -> Path:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -86,11 +87,18 @@ def spawn(
     return Proc(name=name, popen=popen, log=log)
 
 
-def post_once(port: int, path: str, body: bytes, timeout: float = 2.0) -> tuple[int, bytes]:
+def post_once(
+    port: int,
+    path: str,
+    body: bytes,
+    timeout: float = 2.0,
+    headers: Mapping[str, str] | None = None,
+) -> tuple[int, bytes]:
     """One blocking POST on loopback; used for readiness probes and smoke checks."""
     conn = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout)
     try:
-        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        conn.request("POST", path, body=body, headers=sent)
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:

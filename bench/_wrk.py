@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,12 +51,16 @@ class WrkResult:
         return self.non2xx + self.errors
 
 
-def write_script(path: Path, body: bytes) -> str:
-    """Lua that POSTs ``body`` as JSON and prints the summary as one JSON line."""
+def write_script(path: Path, body: bytes, headers: Mapping[str, str] | None = None) -> str:
+    """Lua that POSTs ``body`` as JSON (with ``headers``) and prints the summary as JSON."""
+    extra = "".join(
+        f"wrk.headers[{json.dumps(name)}] = {json.dumps(value)}\n"
+        for name, value in (headers or {}).items()
+    )
     path.write_text(
         'wrk.method = "POST"\n'
         f"wrk.body = {json.dumps(body.decode())}\n"
-        'wrk.headers["Content-Type"] = "application/json"\n' + _DONE,
+        'wrk.headers["Content-Type"] = "application/json"\n' + extra + _DONE,
         encoding="utf-8",
     )
     return str(path)

@@ -110,7 +110,9 @@ class Bench:
         """The Lua script POSTing a request for ``model`` (written once per model)."""
         if model not in self.scripts:
             path = self.scratch / f"post-{len(self.scripts)}.lua"
-            self.scripts[model] = _wrk.write_script(path, setup.request_body(model))
+            self.scripts[model] = _wrk.write_script(
+                path, setup.request_body(model), setup.AUTH_HEADERS
+            )
         return self.scripts[model]
 
     def wait_quiet(self) -> None:
@@ -127,7 +129,7 @@ def wait_first_200(proc: Proc, port: int, body: bytes, timeout_s: float) -> None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.popen.poll() is None:
         try:
-            status, reply = post_once(port, setup.PATH, body)
+            status, reply = post_once(port, setup.PATH, body, headers=setup.AUTH_HEADERS)
         except OSError:
             time.sleep(READY_POLL_S)
             continue

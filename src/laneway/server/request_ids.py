@@ -9,7 +9,7 @@ sources that speak OpenAI's wire format.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 
 from laneway.server.asgi import Message, Send
@@ -30,10 +30,15 @@ def request_id(headers: Mapping[bytes, bytes]) -> tuple[str, bool]:
     """
     sent = headers.get(b"x-request-id")
     if sent is None:
-        return uuid.uuid4().hex, True
+        return fresh_id(), True
     if 0 < len(sent) <= _MAX_ID_LENGTH and all(0x20 < byte < 0x7F for byte in sent):
         return sent.decode("ascii"), True
-    return uuid.uuid4().hex, False
+    return fresh_id(), False
+
+
+def fresh_id() -> str:
+    """32 random hex digits: a uuid4's entropy without building a ``UUID`` (half the cost)."""
+    return os.urandom(16).hex()
 
 
 def tagging_send(send: Send, request_id: str) -> Send:
