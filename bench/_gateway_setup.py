@@ -68,6 +68,31 @@ def every_feature_config(upstream_url: str, telemetry_db: Path) -> dict[str, Any
     return laneway_config(upstream_url, {"url": f"sqlite:///{telemetry_db}"})
 
 
+def feature_config(
+    lanes: dict[str, dict[str, Any]],
+    telemetry_db: Path,
+    *,
+    key_name: str = "bench",
+    state_url: str | None = None,
+) -> dict[str, Any]:
+    """Every feature on over ``lanes``: the keyed ``rpm``, telemetry, (``state_url``: Redis)."""
+    key = {"name": key_name, "key": BENCH_KEY, "rpm": KEY_RPM}
+    config: dict[str, Any] = {
+        "lanes": lanes,
+        "server": {"host": "127.0.0.1", "keys": [key]},
+        "telemetry": {"url": f"sqlite:///{telemetry_db}"},
+    }
+    if state_url is not None:
+        config["state"] = {"url": state_url}
+    return config
+
+
+def openai_lane(base_url: str, **extra: Any) -> dict[str, Any]:
+    """A lane of one OpenAI-shaped source at ``base_url`` (``extra``: lane settings)."""
+    source = {"provider": "openai", "base_url": base_url, "model": UPSTREAM_MODEL}
+    return {"kind": "chat", "deadline": "30s", "sources": [source], **extra}
+
+
 def write_yaml(path: Path, data: dict[str, Any]) -> Path:
     """Write ``data`` as YAML (what both gateways read) and return the path."""
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -71,8 +71,10 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(script: str, port: int, path: str, concurrency: int, seconds: int, cpu: int) -> WrkResult:
-    """One single-threaded wrk run pinned to ``cpu``; keep-alive, 5 s request timeout.
+def run(
+    script: str, port: int, path: str, concurrency: int, seconds: int, cpu: int | None
+) -> WrkResult:
+    """One single-threaded wrk run pinned to ``cpu`` (``None``: unpinned); keep-alive, 5 s timeout.
 
     wrk takes whole seconds only (``-d0.5s`` is an error), hence ``seconds: int``.
     """

@@ -23,6 +23,7 @@ is the median of the rounds. Results: ``docs/benchmarks.md`` (section ``gateway`
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -103,6 +104,9 @@ class Bench:
 
     nginx: NginxHandle
     scratch: Path
+    rounds: int = ROUNDS
+    seconds: int = SECONDS
+    litellm: bool = True
     scripts: dict[str, str] = field(default_factory=dict)
     quiet_left_s: float = QUIET_BUDGET_S
 
@@ -163,7 +167,9 @@ def one_run(bench: Bench, row: Row, pid: int, port: int, concurrency: int) -> Sa
     nginx_pid = bench.nginx.proc.popen.pid
     server0, upstream0 = _proctree.cpu_seconds(pid), _proctree.cpu_seconds(nginx_pid)
     busy0 = _cpustat.busy_seconds()
-    result = _wrk.run(bench.script(row.model), port, setup.PATH, concurrency, SECONDS, LOAD_CPU)
+    result = _wrk.run(
+        bench.script(row.model), port, setup.PATH, concurrency, bench.seconds, LOAD_CPU
+    )
     busy = _cpustat.busy_seconds() - busy0
     server = _proctree.cpu_seconds(pid) - server0
     upstream = _proctree.cpu_seconds(nginx_pid) - upstream0
@@ -213,6 +219,9 @@ def build_rows(bench: Bench, telemetry: setup.Telemetry, skipped: list[str]) -> 
         Row(report.BARE, setup.LANE, start=_bare_start(bench.nginx.url)),
     ]
     rows += _laneway_rows(bench, telemetry)
+    if not bench.litellm:
+        skipped.append("LiteLLM: not asked for (bench/all.sh without --litellm)")
+        return rows
     litellm = _litellm_row(bench, skipped)
     return [*rows, litellm] if litellm else rows
 
@@ -263,19 +272,20 @@ def _litellm_row(bench: Bench, skipped: list[str]) -> Row | None:
 # ------------------------------------------------------------------------------ main
 
 
-def run(stack: ExitStack, skipped: list[str]) -> report.Context:
+def run(stack: ExitStack, skipped: list[str], args: argparse.Namespace) -> report.Context:
     """Start nginx, build the rows, run the interleaved rounds; return what to render."""
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-gw-")))
     started = time.monotonic()
     nginx = start_nginx(free_port(), cpu=LOAD_CPU)
     stack.callback(nginx.stop)
     nginx_ready = time.monotonic() - started
-    bench = Bench(nginx, scratch)
+    bench = Bench(nginx, scratch, *((1, 2) if args.quick else (ROUNDS, SECONDS)))
+    bench.litellm = not args.no_litellm
     telemetry = setup.detect_telemetry(scratch / "telemetry.sqlite3")
     rows = build_rows(bench, telemetry, skipped)
-    for round_no in range(ROUNDS):
+    for round_no in range(bench.rounds):
         for row in rows[round_no:] + rows[:round_no]:
-            print(f"round {round_no + 1}/{ROUNDS}: {row.name}", flush=True)
+            print(f"round {round_no + 1}/{bench.rounds}: {row.name}", flush=True)
             measure(bench, row)
     rows[0].ready_s.append(nginx_ready)
     versions = [setup.laneway_version(), setup.nginx_version(), _wrk.version()]
@@ -286,8 +296,8 @@ def run(stack: ExitStack, skipped: list[str]) -> report.Context:
         telemetry_note=telemetry.note,
         versions=versions,
         skipped=skipped,
-        seconds=SECONDS,
-        rounds=ROUNDS,
+        seconds=bench.seconds,
+        rounds=bench.rounds,
         body_bytes=len(setup.request_body(setup.LANE)),
         warmup_s=WARMUP_S,
         quiet_waited_s=QUIET_BUDGET_S - bench.quiet_left_s,
@@ -306,6 +316,11 @@ def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
 
 def main() -> int:
     """Run the whole comparison (about 5 minutes) and write the docs section."""
+    parser = argparse.ArgumentParser(description="laneway serve vs nginx vs LiteLLM")
+    parser.add_argument("--quick", action="store_true", help="one round of 2 s cells")
+    parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's row out")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write the doc")
+    args = parser.parse_args()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on_signal)
     if setup.cpu_count() < 2:
@@ -317,11 +332,12 @@ def main() -> int:
     skipped: list[str] = []
     with ExitStack() as stack:
         stack.callback(os.sched_setaffinity, 0, affinity)  # provenance reports nproc from it
-        context = run(stack, skipped)
+        context = run(stack, skipped, args)
     markdown = report.render(context)
-    path = report.write(markdown)
     print(markdown)
-    print(f"\nwrote {path} in {time.monotonic() - began:.0f} s", file=sys.stderr)
+    if not args.no_write:
+        path = report.write(markdown)
+        print(f"\nwrote {path} in {time.monotonic() - began:.0f} s", file=sys.stderr)
     return 0
 
 
