@@ -39,6 +39,16 @@ async def test_rpm_refuses_with_the_wait_then_frees(ledger) -> None:
     assert await store.reserve(ask("t9", rpm=2)) is None
 
 
+async def test_a_call_its_budget_refuses_takes_no_rpm_slot(ledger) -> None:
+    store, _ = ledger
+    assert await store.reserve(ask("t1", rpm=2, usd=0.6, daily=1.0)) is None
+    refusal = await store.reserve(ask("t2", rpm=2, usd=0.6, daily=1.0))
+    assert refusal is not None and refusal.limit == "daily_budget"
+    assert await store.reserve(ask("t3", rpm=2)) is None
+    refusal = await store.reserve(ask("t4", rpm=2))
+    assert refusal is not None and refusal.limit == "rpm"
+
+
 async def test_tpm_settles_at_real_tokens(ledger) -> None:
     store, _ = ledger
     first = ask("t1", tokens=80, tpm=100)
