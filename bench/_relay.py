@@ -7,6 +7,7 @@ chat completion through it, not an open port) and registers its stop on an
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import _gateway_setup as setup
 import litellm_env
 from _procs import LOOPBACK, Proc, free_port, post_once, spawn
+from _report import write_section
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -160,3 +162,21 @@ def kept_off(cpu: int) -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, affinity)
+
+
+def arguments(description: str, *, litellm: bool = False) -> argparse.ArgumentParser:
+    """The flags every relay benchmark takes (``--quick``, ``--no-write``, ``--litellm``)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="seconds, not minutes")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write the doc")
+    if litellm:
+        parser.add_argument("--litellm", action="store_true", help="add LiteLLM's proxy")
+    return parser
+
+
+def publish(section: str, markdown: str, args: argparse.Namespace, began: float) -> None:
+    """Print the section, write it to docs/benchmarks.md unless ``--no-write``, and the time."""
+    print(markdown)
+    if not args.no_write:
+        print(f"wrote {write_section(section, markdown)}", file=sys.stderr)
+    print(f"{section}: {time.monotonic() - began:.0f} s", file=sys.stderr)

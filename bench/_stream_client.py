@@ -78,8 +78,9 @@ async def paced(url: str, model: str, concurrency: int, seconds: float) -> dict[
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.monotonic() - began
     return {
-        "ttft": figures.ttft,
-        "delays": figures.delays,
+        "ttft_p50": _pct(figures.ttft, 50),
+        "delay_p50": _pct(figures.delays, 50),
+        "delay_p99": _pct(figures.delays, 99),
         "chunks": figures.chunks,
         "wall": wall,
         "failed": figures.failed,
@@ -121,6 +122,12 @@ async def disconnect(url: str, model: str, trials: int) -> dict[str, object]:
             response.close()  # mid-body: the connection is closed, not pooled
             await asyncio.sleep(0.2)
     return {"closes": closes}
+
+
+def _pct(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (a few hundred thousand delays: no interpolation needed)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def _session(concurrency: int) -> aiohttp.ClientSession:

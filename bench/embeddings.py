@@ -27,7 +27,7 @@ import _gateway_setup as setup
 import _proctree
 import _relay
 import _wrk
-from _report import provenance, write_section
+from _report import provenance
 
 SERVER_CPU, LOAD_CPU = 0, 1
 COMMAND = ".venv/bin/python bench/embeddings.py"
@@ -130,20 +130,13 @@ def render(rows: dict[str, dict[str, dict[str, float]]], quick: bool, seconds: s
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="embeddings relay benchmark")
-    parser.add_argument("--quick", action="store_true", help="seconds, not a minute")
-    parser.add_argument("--litellm", action="store_true", help="add LiteLLM's proxy")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
+    args = _relay.arguments("embeddings relay benchmark", litellm=True).parse_args()
     _relay.exit_on_signal()
     began = time.monotonic()
     with _relay.kept_off(LOAD_CPU), tempfile.TemporaryDirectory(prefix="bench-embed-") as tmp:
         rows = run(args, Path(tmp))
     markdown = render(rows, args.quick, "2 s" if args.quick else "6 s")
-    print(markdown)
-    if not args.no_write:
-        print(f"wrote {write_section('embeddings', markdown)}", file=sys.stderr)
-    print(f"embeddings: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    _relay.publish("embeddings", markdown, args, began)
     return 0
 
 

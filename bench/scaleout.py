@@ -37,7 +37,7 @@ import _proctree
 import _relay
 import _wrk
 from _procs import LOOPBACK, free_port, spawn
-from _report import provenance, write_section
+from _report import provenance
 from nginx_upstream import nginx_binary, start_nginx
 
 COMMAND = ".venv/bin/python bench/scaleout.py"
@@ -196,11 +196,9 @@ def render(rows: dict[int, dict[str, float]], args: argparse.Namespace) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="scale-out benchmark")
-    parser.add_argument("--quick", action="store_true", help="seconds, not minutes")
+    parser = _relay.arguments("scale-out benchmark")
     parser.add_argument("--rpm", type=int, default=120, help="the counted deployment's rpm")
     parser.add_argument("--rpm-seconds", type=int, default=None, help="quota run (default 20)")
-    parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     if args.rpm_seconds is None:
         args.rpm_seconds = 4 if args.quick else 20
@@ -214,10 +212,7 @@ def main() -> int:
         for n in (1, 2, 3):
             rows[n] = one_count(args, Path(tmp), nginx.url, counter, n)
     markdown = render(rows, args)
-    print(markdown)
-    if not args.no_write:
-        print(f"wrote {write_section('scaleout', markdown)}", file=sys.stderr)
-    print(f"scaleout: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    _relay.publish("scaleout", markdown, args, began)
     return 0
 
 

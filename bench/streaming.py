@@ -35,7 +35,7 @@ import _gateway_setup as setup
 import _proctree
 import _relay
 from _procs import pinned
-from _report import median, percentile, provenance, write_section
+from _report import median, provenance
 
 SERVER_CPU, LOAD_CPU = 0, 1
 CLIENT = str(Path(__file__).resolve().parent / "_stream_client.py")
@@ -67,10 +67,9 @@ def measure(row: Row, upstream: _relay.Server, seconds: dict[str, float], trials
     client("paced", row.paced_url, PACED, "32", "1")  # warm-up: pools, first-call costs
     for c in (1, 32):
         r = client("paced", row.paced_url, PACED, str(c), str(seconds[f"c{c}"]))
-        ttft, delays = list(r["ttft"]), list(r["delays"])  # type: ignore[call-overload]
-        f[f"ttft_c{c}"] = median(ttft) * 1e3
-        f[f"delay_c{c}"] = median(delays) * 1e3
-        f[f"delay99_c{c}"] = percentile(delays, 99) * 1e3
+        f[f"ttft_c{c}"] = float(r["ttft_p50"]) * 1e3  # type: ignore[arg-type]
+        f[f"delay_c{c}"] = float(r["delay_p50"]) * 1e3  # type: ignore[arg-type]
+        f[f"delay99_c{c}"] = float(r["delay_p99"]) * 1e3  # type: ignore[arg-type]
         f[f"failed_c{c}"] = float(r["failed"])  # type: ignore[arg-type]
     cpu0 = _proctree.cpu_seconds(row.pid) if row.pid else 0.0
     r = client("fast", row.fast_url, FAST, "32", str(seconds["fast"]))
@@ -154,18 +153,12 @@ def render(rows: list[Row], quick: bool) -> str:
             if "free_p50" in f
             else f"not freed ({f['trials']:.0f} trials)"
         )
-        lines.append(
-            f"| {row.name} | {f['ttft_c1']:.2f} | {f['ttft_c1'] - direct['ttft_c1']:+.2f} "
-            f"| {f['ttft_c32']:.2f} | {f['ttft_c32'] - direct['ttft_c32']:+.2f} "
-            f"| {f['delay_c1']:.3f} | {f['delay_c1'] - direct['delay_c1']:+.3f} "
-            f"| {f['delay_c32']:.3f} | {f['delay_c32'] - direct['delay_c32']:+.3f} "
-            f"| {f['delay99_c32']:.2f} | {f['chunks_s']:,.0f} "
-            f"| {f['cpu_us_chunk']:.1f} | {freed} |"
-            if "cpu_us_chunk" in f
-            else f"| {row.name} | {f['ttft_c1']:.2f} | 0 | {f['ttft_c32']:.2f} | 0 "
-            f"| {f['delay_c1']:.3f} | 0 | {f['delay_c32']:.3f} | 0 | {f['delay99_c32']:.2f} "
-            f"| {f['chunks_s']:,.0f} | — | {freed} |"
-        )
+        cells = [row.name]
+        for key, digits in (("ttft_c1", 2), ("ttft_c32", 2), ("delay_c1", 3), ("delay_c32", 3)):
+            cells += [f"{f[key]:.{digits}f}", f"{f[key] - direct[key]:+.{digits}f}"]
+        cpu = f"{f['cpu_us_chunk']:.1f}" if "cpu_us_chunk" in f else "—"
+        cells += [f"{f['delay99_c32']:.2f}", f"{f['chunks_s']:,.0f}", cpu, freed]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Targets (issue 16), laneway row:", ""]
     lw = next(r.figures for r in rows if r.name.startswith("laneway"))
     lines += _targets(lw, direct, bare)
@@ -180,21 +173,18 @@ def _targets(lw: dict[str, float], direct: dict[str, float], bare: dict[str, flo
         return "met" if ok else "**missed**"
 
     out = []
-    for c in (1, 32):
-        added = lw[f"ttft_c{c}"] - direct[f"ttft_c{c}"]
-        out.append(
-            f"- added TTFT p50 at c={c} ≤ {TARGET_TTFT_MS:g} ms: {added:+.2f} ms "
-            f"(bare relay {bare[f'ttft_c{c}'] - direct[f'ttft_c{c}']:+.2f}): "
-            f"{verdict(added <= TARGET_TTFT_MS)}"
-        )
-    for c in (1, 32):
-        added = lw[f"delay_c{c}"] - direct[f"delay_c{c}"]
-        out.append(
-            f"- each chunk within {TARGET_DELAY_MS:g} ms p50 of its arrival, c={c}: "
-            f"{added:+.3f} ms over direct (bare relay "
-            f"{bare[f'delay_c{c}'] - direct[f'delay_c{c}']:+.3f}): "
-            f"{verdict(added <= TARGET_DELAY_MS)}"
-        )
+    checks = (
+        ("ttft", TARGET_TTFT_MS, "added TTFT p50 at c={c} ≤ {t:g} ms"),
+        ("delay", TARGET_DELAY_MS, "each chunk within {t:g} ms p50 of its arrival, c={c}"),
+    )
+    for key, target, label in checks:
+        for c in (1, 32):
+            name = f"{key}_c{c}"
+            added, floor = lw[name] - direct[name], bare[name] - direct[name]
+            out.append(
+                f"- {label.format(c=c, t=target)}: {added:+.3f} ms over direct "
+                f"(bare relay {floor:+.3f}): {verdict(added <= target)}"
+            )
     ratio = lw["chunks_s"] / bare["chunks_s"]
     out.append(
         f"- relayed chunks/s ≥ {TARGET_RATIO:g}× the bare relay: {ratio:.2f}× "
@@ -210,20 +200,13 @@ def _targets(lw: dict[str, float], direct: dict[str, float], bare: dict[str, flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="streaming relay benchmark")
-    parser.add_argument("--quick", action="store_true", help="seconds, not a minute")
-    parser.add_argument("--litellm", action="store_true", help="add LiteLLM's proxy")
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args()
+    args = _relay.arguments("streaming relay benchmark", litellm=True).parse_args()
     _relay.exit_on_signal()
     began = time.monotonic()
     with _relay.kept_off(LOAD_CPU), tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
         rows = run(args, Path(tmp))
     markdown = render(rows, args.quick)
-    print(markdown)
-    if not args.no_write:
-        print(f"wrote {write_section('streaming', markdown)}", file=sys.stderr)
-    print(f"streaming: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    _relay.publish("streaming", markdown, args, began)
     return 0
 
 

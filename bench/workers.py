@@ -36,7 +36,7 @@ import _proctree
 import _relay
 import _wrk
 from _procs import free_port
-from _report import median, provenance, write_section
+from _report import median, provenance
 from nginx_upstream import start_nginx
 
 COMMAND = ".venv/bin/python bench/workers.py"
@@ -170,12 +170,10 @@ def render(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="workers benchmark")
-    parser.add_argument("--quick", action="store_true", help="seconds, not minutes")
+    parser = _relay.arguments("workers benchmark")
     parser.add_argument(
         "--rss-seconds", type=int, default=None, help="load before RSS (default 300; quick 5)"
     )
-    parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     if args.rss_seconds is None:
         args.rss_seconds = 5 if args.quick else 300
@@ -184,10 +182,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
         rows = run(args, Path(tmp))
     markdown = render(rows, args)
-    print(markdown)
-    if not args.no_write:
-        print(f"wrote {write_section('workers', markdown)}", file=sys.stderr)
-    print(f"workers: {time.monotonic() - began:.0f} s", file=sys.stderr)
+    _relay.publish("workers", markdown, args, began)
     return 0
 
 
