@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from laneway import Laneway
+from laneway.accounting import Pricer
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.errors import LaneNotReady, StreamInterrupted, UpstreamRejected
@@ -112,7 +113,13 @@ async def test_the_callers_own_rejection_ends_a_stream_on_its_lane(sim: RunningS
 
 async def test_a_cut_stream_resumes_on_the_next_lane_under_restart(sim: RunningSim) -> None:
     cut, ok = unique_spec(f"chunks={WORDS},cut_after=15"), unique_spec(f"chunks={WORDS}")
-    config = chain(sim, {"primary": cut, "rescue": ok}, primary_lane={"continue_on_cut": "restart"})
+    config = chain(
+        sim,
+        {"primary": cut, "rescue": ok},
+        primary={"price": {"input": 0.0, "output": 1.0}},
+        rescue={"price": {"input": 0.0, "output": 100.0}},
+        primary_lane={"continue_on_cut": "restart"},
+    )
     stream, failure, records = await run(config)
     assert failure is None
     assert stream.content == FULL_ANSWER, "the rescue's repeat of the sent text is cut"
@@ -129,6 +136,10 @@ async def test_a_cut_stream_resumes_on_the_next_lane_under_restart(sim: RunningS
     assert cut_part and primary.usage.source == "estimated", "the cut part is estimated"
     assert rescue.usage.completion_tokens == WORDS, "the restarted answer is billed in full"
     assert stream.usage is not None and stream.usage.completion_tokens == cut_part + WORDS
+    cost = Pricer.for_lanes(config.lanes).answer_cost(
+        "rescue", "chat", 0.0, stream.attempts, stream.usage, stream.source
+    )
+    assert cost.usd == pytest.approx((cut_part + WORDS * 100.0) / 1e6), "each part at its rate"
     assert (await sim_hits(sim, cut), await sim_hits(sim, ok)) == (1, 1)
 
 

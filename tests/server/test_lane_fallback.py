@@ -13,8 +13,10 @@ import aiohttp
 import orjson
 import pytest
 
+from laneway.core.clock import SystemClock
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
+from laneway.state.keys import MemoryKeyLedger, periods
 from tests.helpers import sim_url, unique_spec
 from tests.server.support import HELLO, Records, config, hits, post, serve_gateway, source
 from tests.server.test_access_log import post as post_sync
@@ -198,3 +200,48 @@ def test_laneway_serve_logs_the_skipped_lane_and_why(sim: RunningSim, tmp_path: 
     assert (skipped["lane"], skipped["error"]) == ("primary", "lane_not_ready")
     assert UNSET in skipped["reason"]
     assert (served["lane"], served["status"]) == ("rescue", 200)
+
+
+CHEAP = {"input": 0.0, "output": 1.0}
+DEAR = {"input": 0.0, "output": 100.0}
+"""USD per million tokens: the estimate (prompt only) is 0, the real cost names the lane priced."""
+
+
+def budgeted(lanes_: dict[str, Any]) -> Any:
+    key = {"name": "team", "key": "k-team", "lanes": ["primary"], "budget": {"daily": 100.0}}
+    return config(lanes_, keys=[key])
+
+
+async def test_a_budget_pays_the_price_of_the_lane_that_answered(
+    sim: RunningSim, http: aiohttp.ClientSession
+) -> None:
+    down, ok = unique_spec("status=500"), unique_spec(f"chunks={WORDS}")
+    settings = budgeted(lanes(source(sim, down, price=CHEAP), source(sim, ok, price=DEAR)))
+    with serve_gateway(settings) as gw:
+        auth = {"Authorization": "Bearer k-team"}
+        for stream in (False, True):
+            body = {"model": "primary", "messages": HELLO, "stream": stream}
+            async with http.post(f"{gw.v1}/chat/completions", json=body, headers=auth) as reply:
+                assert reply.status == 200 and reply.headers["x-laneway-lane"] == "rescue"
+                await reply.read()
+        ledger = gw.gateway.limits.ledger if gw.gateway.limits is not None else None
+        day, _ = periods(SystemClock().wall())
+        spent = ledger.spent("team", day) if isinstance(ledger, MemoryKeyLedger) else None
+    assert spent == pytest.approx(2 * WORDS * DEAR["output"] / 1e6), "priced at the rescue's rate"
+    assert (await hits(http, sim, down), await hits(http, sim, ok)) == (2, 2)
+
+
+async def test_a_budget_is_refused_a_lane_whose_fallback_is_unpriced(
+    sim: RunningSim, http: aiohttp.ClientSession
+) -> None:
+    primary, rescue = unique_spec("ok"), unique_spec("ok")
+    unpriced = source(sim, rescue, model="no-such-model-x")
+    settings = budgeted(lanes(source(sim, primary, price=CHEAP), unpriced))
+    with serve_gateway(settings) as gw:
+        body = {"model": "primary", "messages": HELLO}
+        status, _, answer = await post(
+            http, f"{gw.v1}/chat/completions", body, Authorization="Bearer k-team"
+        )
+    assert status == 403 and answer["error"]["code"] == "unpriced_lane"
+    assert "rescue/openai:no-such-model-x" in answer["error"]["message"]
+    assert (await hits(http, sim, primary), await hits(http, sim, rescue)) == (0, 0)

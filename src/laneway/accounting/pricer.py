@@ -123,8 +123,17 @@ class Pricer:
         return cls(entries)
 
     def rate(self, lane: str, source: str | None, when: float) -> Rate | None:
-        """The rate of ``source`` on ``lane`` at ``when``; ``None`` when unpriced."""
-        entry = self.entries.get((lane, source)) if source is not None else None
+        """The rate of ``source`` on ``lane`` at ``when``; ``None`` when unpriced.
+
+        A source of another lane of the call's fallback chain is named
+        ``other/source`` in its attempts: it is priced on that lane.
+        """
+        if source is None:
+            return None
+        entry = self.entries.get((lane, source))
+        if entry is None and "/" in source:
+            other, _, own = source.partition("/")
+            entry = self.entries.get((other, own))
         return None if entry is None else entry.rate(when)
 
     def cost(self, record: CallRecord) -> Cost:

@@ -17,7 +17,7 @@ from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, failing_walk
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
-from laneway.server.limits import unpriced_pairs
+from laneway.server.limits import chain_unpriced, unpriced_pairs
 
 """The ``retry_on`` classes after which a source is set aside for the call."""
 
@@ -324,11 +324,12 @@ def budget_warnings(config: LanewayConfig, pricer: Pricer) -> list[str]:
     for (lane, source), entry in pricer.entries.items():
         if entry is None:
             unpriced[lane].append(source)
+    chains = {name: chain_unpriced(unpriced, config.fallback_chain(name)) for name in unpriced}
     return [
         f"server.keys: key {key} has a budget but lane {lane} has unpriced sources "
         f"({', '.join(sources)}): its calls there are refused (set price: on them, "
         "or allow_unpriced: true on the key)"
-        for key, lane, sources in unpriced_pairs(config.server.keys, unpriced)
+        for key, lane, sources in unpriced_pairs(config.server.keys, chains)
     ]
 
 

@@ -81,10 +81,13 @@ class ChatStream:
 
     @property
     def attempts(self) -> tuple[Attempt, ...]:
-        """Every attempt so far, earlier lanes' first (``lane/source``)."""
+        """Every attempt so far, earlier lanes' first (``lane/source``); when several lanes
+        sent parts of the answer, each part's attempt carries its own usage."""
         if self._ended:
             return self._chain.tried
-        return self._chain.tried + self._current.attempts
+        current = self._current
+        own = current.priced_attempts() if self._earlier_usage else current.attempts
+        return self._chain.tried + own
 
     @property
     def usage(self) -> Usage | None:
@@ -165,6 +168,8 @@ class ChatStream:
     def _after(self, failure: CallFailed, delivered: bool) -> LaneStream | None:
         """The lane that takes over from the current one's ``failure``, if any may."""
         broken = self._current
+        if delivered:  # its part of the answer is priced on its own
+            failure.attempts = broken.priced_attempts()
         falls_back = self._chain.failed(broken.lane, failure)
         if delivered:
             resume = broken.handover() if isinstance(failure, StreamInterrupted) else None

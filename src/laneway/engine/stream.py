@@ -195,6 +195,11 @@ class LaneStream:
         """Every attempt so far; a continued stream's answers carry their own usage."""
         if len(self._parts) < 2:
             return tuple(self._attempts)
+        return self.priced_attempts()
+
+    def priced_attempts(self) -> tuple[Attempt, ...]:
+        """Every attempt, each answer carrying its own usage (for a call that other lanes'
+        answers continued, priced part by part)."""
         attempts = list(self._attempts)
         for part in self._parts:
             attempts[part.index] = dataclasses.replace(attempts[part.index], usage=part.usage)

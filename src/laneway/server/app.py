@@ -357,7 +357,7 @@ class Gateway:
                     meta=meta,
                     cache=cache_control(ex.headers),
                 )
-                limited.answered(result)
+                limited.answered(result, result.lane)
         await self._reply(ex, result, call.body(result))
 
     async def _stream(
@@ -375,7 +375,7 @@ class Gateway:
                 closing = await forward_stream(stream, ex.send, call.encoder())
         finally:
             await stream.aclose()
-            limited.answered(stream)
+            limited.answered(stream, stream.lane.name)
         if self.metrics is not None:
             self.metrics.responded(200)
         await ex.send({"type": "http.response.body", "body": self.redactor.bytes(closing)})
@@ -390,7 +390,7 @@ class Gateway:
                 result = await self.engine.embed(
                     lane, call.request, deadline=deadline, meta=_meta(caller, ex)
                 )
-                limited.answered(result)
+                limited.answered(result, result.lane)
         await self._reply(ex, result, embeddings_body(result, call.base64))
 
     async def _ocr(self, ex: Exchange) -> None:
@@ -408,7 +408,7 @@ class Gateway:
                     meta=_meta(caller, ex),
                     cache=cache_control(ex.headers),
                 )
-                limited.answered(result)
+                limited.answered(result, result.lane)
         await self._reply(ex, result, ocr_body(result, len(call.document)))
 
     async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:

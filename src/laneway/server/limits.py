@@ -10,8 +10,10 @@ cost; a cost that stays unknown keeps the estimate (never zero), and a call
 the engine ended without any upstream answer costs nothing.
 
 A budgeted key is refused (``403``, ``unpriced_lane``) on a lane with a source
-laneway cannot price, unless the key says ``allow_unpriced: true``: such a
-call could spend without the budget seeing it. ``unpriced_lanes`` lists the
+laneway cannot price, its ``fallback_lanes`` included, unless the key says
+``allow_unpriced: true``: such a call could spend without the budget seeing
+it. A call is estimated at the dearest source of its chain and priced on the
+lane that answered it (earlier lanes' billed parts on their own lanes). ``unpriced_lanes`` lists the
 pairs for ``laneway check``. The figures live in the state store
 (``laneway.state.keys``): shared between replicas through Redis.
 """
@@ -90,10 +92,13 @@ class LimitedCall:
         self._request = request
         self._hold: Hold | None = None
         self._answer: Answer | None = None
+        self._answered_on = lane
 
-    def answered(self, answer: Answer) -> None:
-        """The call's result (or its ended stream), for its real tokens and cost."""
+    def answered(self, answer: Answer, lane: str) -> None:
+        """The call's result (or its ended stream) and the lane that gave it (``lane``, or
+        one of its fallback lanes), for its real tokens and cost."""
         self._answer = answer
+        self._answered_on = lane
 
     async def __aenter__(self) -> LimitedCall:
         if self._limits is not None:
@@ -102,7 +107,8 @@ class LimitedCall:
 
     async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> None:
         if self._limits is not None and self._hold is not None:
-            await asyncio.shield(self._limits.settle(self._hold, self._answer, error))
+            settled = self._limits.settle(self._hold, self._answer, error, self._answered_on)
+            await asyncio.shield(settled)
 
 
 UNLIMITED = LimitedCall(None, "", "", None)
@@ -123,8 +129,11 @@ class KeyLimits:
         ledger: KeyLedger,
         clock: TimeSource,
         pricer: Pricer | None,
+        chains: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.ledger = ledger
+        self.chains = dict(chains or {})
+        """Each lane's fallback chain, where it has one."""
         self.clock = clock
         self.pricer = pricer
         self.lanes = lanes
@@ -172,8 +181,17 @@ class KeyLimits:
             raise _refused(key, refusal)
         return Hold(ask, lane, kind)
 
-    async def settle(self, hold: Hold, answer: Answer | None, error: BaseException | None) -> None:
-        """Put the call's real tokens and cost in place of its estimates, free its slot."""
+    async def settle(
+        self,
+        hold: Hold,
+        answer: Answer | None,
+        error: BaseException | None,
+        answered_on: str | None = None,
+    ) -> None:
+        """Put the call's real tokens and cost in place of its estimates, free its slot.
+
+        ``answered_on`` is the lane that answered (default: the lane called).
+        """
         ended = isinstance(error, LanewayError)
         usage = None if answer is None else answer.usage
         tokens: int | None = None
@@ -183,23 +201,30 @@ class KeyLimits:
                 tokens, usd = 0, 0.0
         else:
             tokens = used_tokens(usage) if usage is not None and usage.known else None
-            usd = self._cost(hold, answer)
+            usd = self._cost(hold, answer, answered_on or hold.lane)
         await self.ledger.settle(hold.ask, tokens, usd)
 
     def unpriced_sources(self, lane: str) -> list[str]:
-        """The sources of ``lane`` laneway has no price for."""
-        _, sources = self.lanes[lane]
-        if self.pricer is None:
-            return list(sources)
-        return [s for s in sources if self.pricer.entries.get((lane, s)) is None]
+        """The sources of ``lane`` and its fallback lanes (``other/source``) laneway has no
+        price for."""
+        chain = self._chain(lane)
+        entries = {} if self.pricer is None else self.pricer.entries
+        unpriced = {
+            name: [s for s in self.lanes[name][1] if entries.get((name, s)) is None]
+            for name in chain
+        }
+        return chain_unpriced(unpriced, chain)
 
-    def _cost(self, hold: Hold, answer: Answer) -> float | None:
+    def _chain(self, lane: str) -> Sequence[str]:
+        return self.chains.get(lane) or (lane,)
+
+    def _cost(self, hold: Hold, answer: Answer, lane: str) -> float | None:
         if getattr(answer, "cache", None) == "hit":
             return 0.0
         if self.pricer is None:
             return None
         cost = self.pricer.answer_cost(
-            hold.lane,
+            lane,
             hold.kind,
             self.clock.wall(),
             answer.attempts,
@@ -209,20 +234,28 @@ class KeyLimits:
         return cost.usd
 
     def _estimate(self, lane: str, kind: str, request: ChatRequest | EmbedRequest | None) -> float:
-        """The dearest priced source's cost at the request's estimated size."""
+        """The dearest priced source's cost at the request's estimated size, over the chain."""
         if self.pricer is None or request is None:
             return 0.0
         usage = _estimated_usage(request)
         wall = self.clock.wall()
         costs = (
-            cost_of(usage, self.pricer.rate(lane, source, wall), kind).usd
-            for source in self.lanes[lane][1]
+            cost_of(usage, self.pricer.rate(name, source, wall), kind).usd
+            for name in self._chain(lane)
+            for source in self.lanes[name][1]
         )
         return max((c for c in costs if c is not None), default=0.0)
 
     def _count(self, key: str, limit: str) -> None:
         labels = (key, limit)
         self.refusals[labels] = self.refusals.get(labels, 0) + 1
+
+
+def chain_unpriced(unpriced: Mapping[str, Sequence[str]], chain: Sequence[str]) -> list[str]:
+    """The unpriced sources of a lane's ``chain`` (``unpriced`` by lane), the first lane's as
+    named, its fallback lanes' as ``lane/source``."""
+    first = chain[0]
+    return [s if name == first else f"{name}/{s}" for name in chain for s in unpriced[name]]
 
 
 def unpriced_pairs(
@@ -307,4 +340,5 @@ def key_limits(
     if ledger is None:
         ledger = open_key_ledger(config.state.url, clock)
     lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
-    return KeyLimits(limited, lanes, ledger, clock, pricer)
+    chains = {name: config.fallback_chain(name) for name in config.lanes}
+    return KeyLimits(limited, lanes, ledger, clock, pricer, chains)
