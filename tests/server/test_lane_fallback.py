@@ -18,7 +18,16 @@ from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
 from laneway.state.keys import MemoryKeyLedger, periods
 from tests.helpers import sim_url, unique_spec
-from tests.server.support import HELLO, Records, config, hits, post, serve_gateway, source
+from tests.server.support import (
+    HELLO,
+    Records,
+    config,
+    hits,
+    post,
+    serve_gateway,
+    source,
+    wait_until,
+)
 from tests.server.test_access_log import post as post_sync
 from tests.server.test_serve_cli import laneway_serve
 
@@ -225,9 +234,13 @@ async def test_a_budget_pays_the_price_of_the_lane_that_answered(
                 assert reply.status == 200 and reply.headers["x-laneway-lane"] == "rescue"
                 await reply.read()
         ledger = gw.gateway.limits.ledger if gw.gateway.limits is not None else None
+        assert isinstance(ledger, MemoryKeyLedger)
         day, _ = periods(SystemClock().wall())
-        spent = ledger.spent("team", day) if isinstance(ledger, MemoryKeyLedger) else None
-    assert spent == pytest.approx(2 * WORDS * DEAR["output"] / 1e6), "priced at the rescue's rate"
+        rescue_rate = 2 * WORDS * DEAR["output"] / 1e6
+        # a stream settles once its last bytes are sent: after the client has read them
+        await wait_until(lambda: ledger.spent("team", day) >= rescue_rate * 0.999, timeout=5)
+        spent = ledger.spent("team", day)
+    assert spent == pytest.approx(rescue_rate), "both calls priced at the rescue's rate"
     assert (await hits(http, sim, down), await hits(http, sim, ok)) == (2, 2)
 
 
