@@ -13,7 +13,7 @@ import aiohttp
 import orjson
 import pytest
 
-from laneway.core.clock import SystemClock
+from laneway.clocks import SystemClock
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
 from laneway.state.keys import MemoryKeyLedger, periods
