@@ -8,8 +8,8 @@ from typing import Any
 
 import aiohttp
 
+from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
-from laneway.engine.gateway import Engine
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.server import Gateway
@@ -30,7 +30,7 @@ def serve_status(
     """Serve ``settings`` with ``Metrics`` observing the engine, as ``laneway serve`` does."""
     env = dict(environ or {})
     metrics = metrics or priced_metrics()
-    engine = Engine(settings, env, AiohttpTransport(), observers=[metrics])
+    engine = build_engine(settings, env, transport=AiohttpTransport(), observers=[metrics])
     with serve_app(Gateway(engine, env, metrics=metrics)) as running:
         yield running
 
