@@ -1,11 +1,18 @@
-"""The errors laneway raises (see ``laneway.core.errors`` for the tree)."""
+"""The errors laneway raises: the whole ``LanewayError`` tree (drawn in ``laneway.core.errors``).
+
+``except laneway.errors.CallFailed`` catches every call that ended without a
+result; each error carries what happened (lane, source, attempts, elapsed,
+deadline) and pickles with all of it.
+"""
 
 from laneway.core.errors import (
+    CacheUnavailable,
     CallFailed,
     ConfigError,
     ContextLengthExceeded,
     DeadlineExceeded,
     DimensionMismatch,
+    JobMismatch,
     LaneNotReady,
     LanewayError,
     PushbackRefused,
@@ -15,6 +22,7 @@ from laneway.core.errors import (
     ResultInvalid,
     Stalled,
     StreamInterrupted,
+    TelemetryError,
     UnknownLane,
     UpstreamFailed,
     UpstreamRejected,
@@ -22,11 +30,13 @@ from laneway.core.errors import (
 )
 
 __all__ = [
+    "CacheUnavailable",
     "CallFailed",
     "ConfigError",
     "ContextLengthExceeded",
     "DeadlineExceeded",
     "DimensionMismatch",
+    "JobMismatch",
     "LaneNotReady",
     "LanewayError",
     "PushbackRefused",
@@ -36,6 +46,7 @@ __all__ = [
     "ResultInvalid",
     "Stalled",
     "StreamInterrupted",
+    "TelemetryError",
     "UnknownLane",
     "UpstreamFailed",
     "UpstreamRejected",

@@ -1,12 +1,10 @@
-"""The library surface: factories, lane lookup, gather_bounded."""
+"""The library surface: factories and lane lookup (``gather_bounded``: ``test_bounded.py``)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from laneway import Laneway, gather_bounded
+from laneway import Laneway
 from laneway.config import Secret
 from laneway.errors import ConfigError, LaneNotReady, RequestInvalid, UnknownLane
 from tests.helpers import one_lane, sim_url, unique_spec
@@ -50,19 +48,3 @@ async def test_lane_with_unset_key_is_not_ready(sim) -> None:
     async with Laneway.from_settings(config, environ={}) as lw:
         with pytest.raises(LaneNotReady, match="NOPE_KEY"):
             await lw.chat("lane", [{"role": "user", "content": "x"}])
-
-
-async def test_gather_bounded_limits_concurrency_and_keeps_order() -> None:
-    running = 0
-    peak = 0
-
-    async def job(i: int) -> int:
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        await asyncio.sleep(0.01)
-        running -= 1
-        return i
-
-    assert await gather_bounded(3, [job(i) for i in range(10)]) == list(range(10))
-    assert peak == 3

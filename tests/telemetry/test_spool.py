@@ -19,7 +19,7 @@ import asyncpg
 
 from laneway.app import build_engine
 from laneway.core.records import CallMeta, CallRecord
-from laneway.engine.gateway import chat_request
+from laneway.core.shapes import chat_request
 from laneway.http import AiohttpTransport
 from laneway.telemetry import PostgresTelemetryStore, Row, SpendRow, TelemetryWriter
 from laneway.telemetry.port import CallSample

@@ -6,11 +6,12 @@ drives the engine's calls; ``laneway batch`` and ``Laneway.batch`` /
 """
 
 from laneway.batch.items import InputSet, Item, items_of, read_input
-from laneway.batch.jobdir import JobDir, JobMismatch, Manifest
+from laneway.batch.jobdir import JobDir, Manifest
 from laneway.batch.progress import Progress
 from laneway.batch.results import ItemError, ItemResult
 from laneway.batch.runner import BatchJob, BatchOptions
 from laneway.batch.tally import Tally
+from laneway.core.errors import JobMismatch
 
 __all__ = [
     "BatchJob",

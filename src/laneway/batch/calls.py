@@ -22,8 +22,9 @@ from laneway.batch.items import Item
 from laneway.batch.results import ItemError, ItemResult
 from laneway.core.errors import CallFailed, DeadlineExceeded, RequestInvalid
 from laneway.core.failures import FailureKind
+from laneway.core.shapes import chat_request
 from laneway.core.types import Attempt, CacheStatus, EmbedRequest, Usage
-from laneway.engine.gateway import Engine, chat_request
+from laneway.engine.gateway import Engine
 from laneway.engine.lane import Lane
 from laneway.policy.outcome import Verdict
 

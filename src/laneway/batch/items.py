@@ -119,7 +119,7 @@ def _json_item(number: int, line: str, kind: str) -> Item:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise RequestInvalid(f"line {number}", f"not JSON: {exc}") from None
+        raise RequestInvalid(f"line {number}", f"not JSON: {exc}") from exc
     return item_of(number, value, kind)
 
 

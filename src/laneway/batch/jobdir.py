@@ -27,16 +27,12 @@ from pathlib import Path
 import orjson
 
 from laneway.batch.results import ItemResult, from_failure, from_row
-from laneway.core.errors import LanewayError
+from laneway.core.errors import JobMismatch
 
 MANIFEST = "manifest.json"
 CHECKPOINT = "checkpoint.jsonl"
 FAILURES = "failures.jsonl"
 FORMAT_VERSION = 1
-
-
-class JobMismatch(LanewayError):
-    """The job directory belongs to another job: resuming would mix results."""
 
 
 @dataclass(frozen=True, slots=True)

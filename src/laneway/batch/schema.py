@@ -35,7 +35,7 @@ def schema_model(schema: Any, name: str) -> type[BaseModel]:
     try:
         kind.check_schema(schema)
     except exceptions.SchemaError as exc:
-        raise RequestInvalid("structured", f"not a valid JSON schema: {exc.message}") from None
+        raise RequestInvalid("structured", f"not a valid JSON schema: {exc.message}") from exc
     validator = kind(schema)
 
     class SchemaAnswer(RootModel[Any]):

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from laneway.cache.absent import NoCache
 from laneway.cache.factory import open_cache
 from laneway.cache.guard import GuardedCache
-from laneway.cache.port import CacheStore, CacheUnavailable
+from laneway.cache.port import CacheStore
 from laneway.cache.sqlite import SqliteCacheStore
+from laneway.core.errors import CacheUnavailable
 from laneway.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
-from laneway.cache.port import CacheStore, CacheUnavailable
+from laneway.cache.port import CacheStore
 from laneway.core.clock import TimeSource
+from laneway.core.errors import CacheUnavailable
 
 logger = logging.getLogger("laneway.cache")
 

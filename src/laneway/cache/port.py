@@ -11,16 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from laneway.core.errors import LanewayError
-
-
-class CacheUnavailable(LanewayError):
-    """The cache backend failed (unreachable, locked, corrupt).
-
-    The engine treats this as a miss: a cache may make calls cheaper, never
-    make them fail.
-    """
-
 
 class CacheStore(Protocol):
     """A key/value store for cache entries. Errors surface as ``CacheUnavailable``."""

@@ -16,7 +16,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from laneway.cache.port import CacheUnavailable
+from laneway.core.errors import CacheUnavailable
 
 DEFAULT_PREFIX = "laneway:cache:"
 _ERRORS = (RedisError, OSError, TimeoutError)

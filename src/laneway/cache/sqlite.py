@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from laneway.cache.port import CacheUnavailable
+from laneway.core.errors import CacheUnavailable
 
 if TYPE_CHECKING:
     import sqlite3

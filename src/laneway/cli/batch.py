@@ -126,7 +126,7 @@ def load_schema(path: Path) -> type[BaseModel]:
     try:
         schema = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        raise RequestInvalid("structured", f"{path}: {exc}") from None
+        raise RequestInvalid("structured", f"{path}: {exc}") from exc
     return schema_model(schema, path.stem)
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,7 @@ from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import ConfigError, RequestInvalid
 from laneway.core.records import CallObserver
+from laneway.core.shapes import chat_request
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -26,7 +26,7 @@ from laneway.core.types import (
     OCRResponse,
 )
 from laneway.engine.chain_stream import ChatStream
-from laneway.engine.gateway import Engine, chat_request
+from laneway.engine.gateway import Engine
 from laneway.engine.structured import DEFAULT_REASKS, StructuredResponse
 from laneway.metrics import Metrics
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from laneway.batch import BatchJob, InputSet, Progress
     from laneway.telemetry import TelemetryWriter
 
-T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 CONFIG_ENV = "LANEWAY_CONFIG"
@@ -275,21 +274,3 @@ class Laneway:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-async def gather_bounded(limit: int, awaitables: Iterable[Awaitable[T]]) -> list[T]:
-    """Await all of ``awaitables`` with at most ``limit`` running at once, in order.
-
-    The first failure cancels the rest (a task group), so no call is left behind.
-    """
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
-    gate = asyncio.Semaphore(limit)
-
-    async def bounded(awaitable: Awaitable[T]) -> T:
-        async with gate:
-            return await awaitable
-
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(bounded(a)) for a in awaitables]
-    return [task.result() for task in tasks]

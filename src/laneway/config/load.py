@@ -51,6 +51,8 @@ def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
         return LanewayConfig.model_validate(data)
     except ValidationError as exc:
         lines = [_describe(err, node, origin) for err in exc.errors()]
+        # Not chained: pydantic's own text quotes each bad value, and a key
+        # pasted under a wrong name would reach every traceback that way.
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
 
 

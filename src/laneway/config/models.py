@@ -38,8 +38,8 @@ def network_url(url: str) -> str:
     parts = urlsplit(url)
     try:
         port = parts.port
-    except ValueError:
-        raise ValueError(f"{url!r}: the port must be a number from 1 to 65535") from None
+    except ValueError as exc:
+        raise ValueError(f"{url!r}: the port must be a number from 1 to 65535") from exc
     if parts.scheme in _NETWORK_SCHEMES and not parts.hostname:
         raise ValueError(f"{url!r}: names no host")
     if port == 0:

@@ -8,6 +8,9 @@ The tree::
     │  └─ RequestTooLarge       the input is over a size bound (named field and setting)
     ├─ UnknownLane              no lane of that name (lists the lanes there are)
     ├─ LaneNotReady             the lane cannot run (e.g. its key variable is unset)
+    ├─ JobMismatch              a batch job directory belongs to another job
+    ├─ TelemetryError           the telemetry database cannot be laneway's (layout, URL)
+    ├─ CacheUnavailable         a cache backend failed (the engine reads it as a miss)
     └─ CallFailed               a call ended without a result; ``attempts`` says why
        ├─ DeadlineExceeded      the lane's (or caller's) deadline passed
        ├─ PushbackRefused       a source asked to wait longer than the policy or the deadline allows
@@ -25,6 +28,12 @@ The tree::
 the call loop, classified for the retry policy, and never reaches the caller
 except as an entry of ``attempts``. Its subclass ``Inexpressible`` is raised
 before anything is sent, when a source's wire format cannot carry the request.
+
+Every error pickles with all its attributes (a batch worker in another
+process, a task queue, a result cache can carry one): the pickle holds the
+message and the attributes, never the traceback or the chained cause, and
+the attributes hold no secret, since upstream text is redacted where it
+enters (``laneway.engine.redaction``).
 """
 
 from __future__ import annotations
@@ -37,8 +46,25 @@ from laneway.core.failures import STATUS_LABELLED, FailureKind
 from laneway.core.types import Attempt
 
 
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An error of ``cls`` with ``args``, its ``__init__`` skipped (pickle restores the rest)."""
+    return cls.__new__(cls, *args)
+
+
+def _pickled(error: BaseException) -> tuple[Any, ...]:
+    """Pickle as class, ``args`` and attributes, without calling ``__init__`` again.
+
+    Exception's own ``__reduce__`` calls ``cls(*args)``, which fails for the
+    errors whose ``__init__`` takes keyword-only attributes (``lane``,
+    ``attempts``...) or builds the message from its arguments.
+    """
+    return _rebuilt, (type(error), error.args), error.__dict__
+
+
 class LanewayError(Exception):
     """Base of every error laneway raises on purpose."""
+
+    __reduce__ = _pickled
 
 
 class ConfigError(LanewayError):
@@ -80,6 +106,22 @@ class LaneNotReady(LanewayError):
         super().__init__(f"lane {lane!r} is not ready: {'; '.join(reasons)}")
         self.lane = lane
         self.reasons = reasons
+
+
+class JobMismatch(LanewayError):
+    """The batch job directory belongs to another job: resuming would mix results."""
+
+
+class TelemetryError(LanewayError):
+    """The telemetry database cannot be used as laneway's (layout, version, URL)."""
+
+
+class CacheUnavailable(LanewayError):
+    """The cache backend failed (unreachable, locked, corrupt).
+
+    The engine treats this as a miss: a cache may make calls cheaper, never
+    make them fail.
+    """
 
 
 class CallFailed(LanewayError):
@@ -226,6 +268,8 @@ class AttemptFailure(Exception):
     status: int | None = None
     retry_after: float | None = None
     body: dict[str, Any] | None = None
+
+    __reduce__ = _pickled
 
     def __str__(self) -> str:
         return self.message

@@ -17,11 +17,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.types import ChatRequest
 
 MAX_DEPTH = 64
 """Nesting of objects and lists a body may reach (the JSON encoder stops at 254)."""
 
 _IMAGE_PART_TYPES = ("image_url",)
+
+
+def chat_request(
+    messages: object, params: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> ChatRequest:
+    """Validate caller messages into a ``ChatRequest`` (errors name the field).
+
+    The one door for chat input: the library's ``chat``, ``chat_stream`` and
+    ``structured``, batch jobs, and each of the gateway's chat endpoints.
+    """
+    return ChatRequest(check_messages(messages), dict(params), headers or {})
 
 
 def check_depth(value: object, limit: int = MAX_DEPTH, where: str = "body") -> None:

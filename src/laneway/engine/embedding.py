@@ -5,9 +5,11 @@ items, fewer when the answer would not fit ``max_response_bytes`` at the
 pinned vector length, because a batched answer over a buffer limit is what
 fails whole indexing runs. The transport stops reading at that limit, so an
 answer that still passes it fails as ``ResponseTooLarge`` naming the limit.
-Batches run ``batch_concurrency`` at a time under the call's one deadline;
-the first failure cancels the rest (no partial result is returned: a corpus
-with holes is a corrupt corpus). Vectors are reassembled in input order;
+Batches run ``batch_concurrency`` at a time under the call's one deadline,
+by ``run_bounded``'s rules (``laneway.engine.bounded``, the same as
+``laneway.gather_bounded``): the first failure cancels the rest and is raised
+as itself (no partial result is returned: a corpus with holes is a corrupt
+corpus). Vectors are reassembled in input order;
 every vector's length is checked against the pin, and all vectors of one
 answer must share a length.
 
@@ -18,11 +20,10 @@ per-item cache are not sent at all.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 
 from laneway.config.models import LaneConfig
 from laneway.core.errors import (
@@ -37,6 +38,7 @@ from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt, CacheStatus, EmbeddingResponse, EmbedRequest, Usage
 from laneway.core.usage import sum_usage
+from laneway.engine.bounded import run_bounded
 from laneway.engine.recording import CallClock
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import estimate_tokens
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from laneway.engine.lane import Lane, Source
     from laneway.engine.parts import CallParts
 
-T = TypeVar("T")
 Vector = list[float]
 BYTES_PER_FLOAT = 24
 """Room one float takes in an answer's JSON: 17 digits, sign, exponent, separator."""
@@ -171,37 +172,6 @@ def batch_size(config: LaneConfig, dimensions: int | None) -> int:
 def split(indices: Sequence[int], size: int) -> list[list[int]]:
     """``indices`` in consecutive runs of at most ``size``."""
     return [list(indices[start : start + size]) for start in range(0, len(indices), size)]
-
-
-async def run_bounded(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
-    """Run ``jobs`` at most ``limit`` at a time; results in job order.
-
-    The first failure cancels the others and is raised as itself (not in an
-    exception group), outside any ``except`` block so its ``__context__``, the
-    attempt failure behind a verdict, is kept.
-    """
-    if len(jobs) <= 1:
-        return [await job() for job in jobs]
-    gate = asyncio.Semaphore(limit)
-
-    async def bounded(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    failure: BaseException | None = None
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(bounded(job)) for job in jobs]
-    except BaseExceptionGroup as raised:
-        failure = _first_leaf(raised)
-    if failure is not None:
-        raise failure
-    return [task.result() for task in tasks]
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def assemble(cached: Sequence[Vector | None], done: Sequence[BatchDone]) -> list[Vector]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from laneway.cache.port import CacheStore
 from laneway.config.models import LanewayConfig
@@ -20,7 +19,6 @@ from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta, CallObserver, RecordPricer, no_prices
 from laneway.core.redact import NO_SECRETS, Redactor
-from laneway.core.shapes import check_messages
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -304,10 +302,3 @@ class Engine:
         await self.transport.aclose()
         await self.loop.admission.aclose()
         await self.cache.aclose()
-
-
-def chat_request(
-    messages: Any, params: Mapping[str, Any], headers: Mapping[str, str] | None = None
-) -> ChatRequest:
-    """Validate caller messages into a ``ChatRequest`` (errors name the field)."""
-    return ChatRequest(check_messages(messages), dict(params), headers or {})

@@ -34,7 +34,10 @@ class RedactingTransport:
         try:
             response = await self.inner.send(request)
         except AttemptFailure as failure:
-            raise self._redacted(failure) from None
+            clean = self._redacted(failure)
+            if clean is failure:
+                raise
+            raise clean from None
         if response.status < 400:
             return response
         return HttpResponse(response.status, response.headers, self.redactor.bytes(response.body))
@@ -46,13 +49,22 @@ class RedactingTransport:
             async with self.inner.stream(request) as http:
                 yield _RedactedStream(http, self.redactor)
         except AttemptFailure as failure:
-            raise self._redacted(failure) from None
+            clean = self._redacted(failure)
+            if clean is failure:
+                raise
+            raise clean from None
 
     async def aclose(self) -> None:
         """Close ``inner``."""
         await self.inner.aclose()
 
     def _redacted(self, failure: AttemptFailure) -> AttemptFailure:
+        """``failure`` itself when it quotes no secret, else a copy without them.
+
+        The first is re-raised as it is, its ``__cause__`` (the transport's
+        own error) kept; the copy is raised ``from None``, since the original
+        and its cause are what quoted the secret.
+        """
         message = self.redactor.text(failure.message)
         if message is failure.message:
             return failure

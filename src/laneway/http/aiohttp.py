@@ -3,6 +3,12 @@
 aiohttp was chosen by measurement (``bench/http_stack.py``, recorded in
 ``docs/benchmarks.md``). Cancellation of the awaiting task closes the
 connection, so a cut attempt leaves nothing behind.
+
+aiohttp's errors are mapped here and nowhere else, each to the attempt
+failure the retry policy classifies: a connection that cannot be made or is
+dropped before an answer is ``connect``, a body broken off is ``cut``, an
+answer that is not HTTP is ``malformed``. The aiohttp error stays chained as
+``__cause__`` (``raise ... from exc``), so a traceback shows what the socket said.
 """
 
 from __future__ import annotations
@@ -16,11 +22,8 @@ from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 
-_CONNECT_ERRORS = (
-    aiohttp.ClientConnectorError,
-    aiohttp.ServerDisconnectedError,
-    aiohttp.ClientOSError,
-)
+_CONNECT_ERRORS = aiohttp.ClientConnectionError
+"""Refused, reset, unreachable, disconnected: no usable connection (``ClientOSError`` included)."""
 
 
 READ_CHUNK = 64 * 1024
@@ -52,6 +55,13 @@ def _too_large(limit: int, seen: int) -> AttemptFailure:
     )
 
 
+def _not_http(exc: aiohttp.ClientResponseError) -> AttemptFailure:
+    """An answer aiohttp could not parse as HTTP (a bad status line or header)."""
+    return AttemptFailure(
+        FailureKind.MALFORMED, f"upstream answer is not valid HTTP: {exc.message}"
+    )
+
+
 class AiohttpStream:
     """An open upstream answer read line by line."""
 
@@ -66,16 +76,16 @@ class AiohttpStream:
             async for line in self._response.content:
                 yield line.rstrip(b"\r\n")
         except aiohttp.ClientPayloadError as exc:
-            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from exc
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from exc
 
     async def read(self) -> bytes:
         """Read the rest of the body."""
         try:
             return await self._response.read()
-        except (aiohttp.ClientPayloadError, *_CONNECT_ERRORS) as exc:
-            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from None
+        except (aiohttp.ClientPayloadError, _CONNECT_ERRORS) as exc:
+            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from exc
 
 
 class AiohttpTransport:
@@ -104,9 +114,11 @@ class AiohttpTransport:
                 body = await _read_body(response, request.max_bytes)
                 return HttpResponse(response.status, response.headers, body)
         except aiohttp.ClientPayloadError as exc:
-            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from None
+            raise AttemptFailure(FailureKind.CUT, f"answer broken off: {exc}") from exc
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from None
+            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from exc
+        except aiohttp.ClientResponseError as exc:
+            raise _not_http(exc) from exc
 
     @asynccontextmanager
     async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:
@@ -116,7 +128,9 @@ class AiohttpTransport:
                 request.method, request.url, data=request.body, headers=request.headers
             )
         except _CONNECT_ERRORS as exc:
-            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from None
+            raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from exc
+        except aiohttp.ClientResponseError as exc:
+            raise _not_http(exc) from exc
         try:
             yield AiohttpStream(response)
         finally:

@@ -22,6 +22,7 @@ from laneway.core.types import (
     Reasoning,
     Usage,
 )
+from laneway.core.usage import openai_usage_dict
 
 REJECTION_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
 
@@ -149,7 +150,7 @@ def load_json(body: bytes, what: str) -> dict[str, Any]:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise AttemptFailure(FailureKind.MALFORMED, f"{what} is not JSON: {exc}") from None
+        raise AttemptFailure(FailureKind.MALFORMED, f"{what} is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise AttemptFailure(FailureKind.MALFORMED, f"{what} is not a JSON object")
     return data
@@ -160,7 +161,7 @@ def load_event(data: bytes) -> dict[str, Any]:
     try:
         event = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"malformed event: {exc}") from None
+        raise ValueError(f"malformed event: {exc}") from exc
     if not isinstance(event, dict):
         raise ValueError("malformed event: not an object")
     return event
@@ -232,24 +233,6 @@ def text_inputs(inputs: Sequence[EmbedInput], api: str) -> list[str]:
             message = f"is a token array; {api} takes text only: send the text"
             raise RequestInvalid(f"input[{index}]", message)
     return [item for item in inputs if isinstance(item, str)]
-
-
-def openai_usage_dict(usage: Usage) -> dict[str, Any] | None:
-    """``usage`` as OpenAI's object for ``raw`` answers; ``None`` when unknown."""
-    if not usage.known:
-        return None
-    out: dict[str, Any] = {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
-    if usage.reasoning_tokens is not None:
-        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
-    details = {"cached_tokens": usage.cached_tokens, "cache_write_tokens": usage.cache_write_tokens}
-    known = {name: count for name, count in details.items() if count is not None}
-    if known:
-        out["prompt_tokens_details"] = known
-    return out
 
 
 def openai_completion(result: ChatResult, answer_id: str | None, created: float) -> dict[str, Any]:

@@ -149,7 +149,7 @@ class GeminiProvider:
         except (TypeError, KeyError) as exc:
             raise AttemptFailure(
                 FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
-            ) from None
+            ) from exc
         return EmbedResult(vectors, embed_usage(data.get("usageMetadata")), self.model)
 
     def failure(

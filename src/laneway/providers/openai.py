@@ -123,7 +123,7 @@ class OpenAIProvider:
         except (TypeError, KeyError, ValueError, AttributeError) as exc:
             raise AttemptFailure(
                 FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
-            ) from None
+            ) from exc
         usage = openai_usage(data.get("usage"))
         return EmbedResult(vectors, usage, str(data.get("model") or self.model))
 

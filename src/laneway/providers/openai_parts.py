@@ -288,8 +288,8 @@ def _arguments(text: object, where: str) -> dict[str, Any]:
         raise RequestInvalid(where, "must be a JSON string")
     try:
         value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise RequestInvalid(where, "is not valid JSON") from None
+    except orjson.JSONDecodeError as exc:
+        raise RequestInvalid(where, "is not valid JSON") from exc
     if not isinstance(value, dict):
         raise RequestInvalid(where, "must encode a JSON object")
     return value

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import RequestInvalid
-from laneway.engine.gateway import chat_request
+from laneway.core.shapes import chat_request
 from laneway.server.answer_parts import signed_blocks
 from laneway.server.anthropic_answers import (
     AnthropicEncoder,

@@ -56,7 +56,6 @@ from laneway.core.types import (
     OCRResponse,
 )
 from laneway.engine.gateway import Engine
-from laneway.engine.ocr_mistral import parse_ocr_request
 from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
 from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
@@ -76,6 +75,7 @@ from laneway.server.errors import Refused, call_headers
 from laneway.server.health import lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing, model_body
 from laneway.server.limits import UNLIMITED, KeyLimits, LimitedCall, key_limits
+from laneway.server.ocr_mistral import parse_ocr_request
 from laneway.server.parse import (
     cache_control,
     caller_deadline,

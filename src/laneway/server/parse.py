@@ -20,10 +20,9 @@ import orjson
 
 from laneway.config.models import LaneConfig
 from laneway.core.errors import RequestInvalid, RequestTooLarge
-from laneway.core.shapes import check_depth, check_strings, check_tools
+from laneway.core.shapes import chat_request, check_depth, check_strings, check_tools
 from laneway.core.types import CacheControl, ChatRequest, EmbedInput, EmbedRequest
 from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
-from laneway.engine.gateway import chat_request
 
 _NUMBER = ((int, float), "a number")
 _INTEGER = ((int,), "an integer")
@@ -93,7 +92,7 @@ def json_object(body: bytes) -> dict[str, Any]:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise RequestInvalid("body", f"is not valid JSON ({exc})") from None
+        raise RequestInvalid("body", f"is not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise RequestInvalid("body", "must be a JSON object")
     check_depth(data)

@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 
 from laneway.core.types import CacheStatus, EmbeddingResponse, LLMResponse, OCRResponse, Usage
-from laneway.engine.ocr_mistral import ocr_response_body
-from laneway.providers.base import openai_usage_dict
+from laneway.core.usage import openai_usage_dict
 from laneway.server.asgi import Headers
 from laneway.server.errors import call_headers
+from laneway.server.ocr_mistral import ocr_response_body
 
 
 def answer_headers(

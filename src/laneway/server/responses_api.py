@@ -28,7 +28,7 @@ import functools
 from typing import Any
 
 from laneway.core.errors import RequestInvalid
-from laneway.engine.gateway import chat_request
+from laneway.core.shapes import chat_request
 from laneway.server.dialect import Dialect, Forwarded, InboundChat
 from laneway.server.errors import error_reply, internal_error_reply
 from laneway.server.parse import FieldTypes, check_types

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from laneway.core.errors import TelemetryError
 from laneway.core.lazy import lazy_attributes
 from laneway.telemetry.factory import TelemetrySettings, store_for_url, writer_for
-from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryError, TelemetryStore
+from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryStore
 from laneway.telemetry.rows import caller_hash, to_row
 from laneway.telemetry.schema import COLUMN_NAMES, COLUMNS, SCHEMA_VERSION
 from laneway.telemetry.sqlite import SqliteTelemetryStore

@@ -6,14 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from laneway.core.errors import LanewayError
-
 Row = tuple[Any, ...]
 """One call, its values in ``schema.COLUMNS`` order (``None`` where unknown)."""
-
-
-class TelemetryError(LanewayError):
-    """The telemetry database cannot be used as laneway's (layout, version, URL)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryError
+from laneway.core.errors import TelemetryError
+from laneway.telemetry.port import CallSample, Row, SpendRow
 from laneway.telemetry.schema import (
     BATCH_KEEP,
     BATCH_TABLE,

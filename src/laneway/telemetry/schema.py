@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import orjson
 
-from laneway.telemetry.port import CallSample, TelemetryError
+from laneway.core.errors import TelemetryError
+from laneway.telemetry.port import CallSample
 
 SCHEMA_VERSION = 1
 TABLE = "calls"

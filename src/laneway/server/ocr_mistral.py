@@ -63,8 +63,8 @@ def parse_data_url(url: object, field: str) -> tuple[str | None, bytes]:
         raise RequestInvalid(field, "must be a base64 data: URL (data:<type>;base64,...)")
     try:
         data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):
-        raise RequestInvalid(field, "is not valid base64") from None
+    except (binascii.Error, ValueError) as exc:
+        raise RequestInvalid(field, "is not valid base64") from exc
     return header.split(";")[0] or None, data
 
 
