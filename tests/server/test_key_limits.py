@@ -95,6 +95,14 @@ async def test_rpm_is_shared_by_replicas_and_refusals_never_reach_upstream(
         answers = [await chat(http, (a, b)[i % 2], "open", "k-paced") for i in range(8)]
         statuses = [status for status, _, _ in answers]
         assert statuses.count(200) == 3 and statuses.count(429) == 5
+        granted = [headers for status, headers, _ in answers if status == 200]
+        remaining = [h["X-RateLimit-Remaining-Requests"] for h in granted]
+        assert remaining == ["2", "1", "0"], "counted across both replicas"
+        assert all(h["X-RateLimit-Limit-Requests"] == "3" for h in granted)
+        assert all(
+            0 < float(h["X-RateLimit-Reset-Requests"].removesuffix("s")) <= 60 for h in granted
+        )
+        assert "X-RateLimit-Limit-Tokens" not in granted[0], "the key has no tpm"
         _, headers, body = next(x for x in answers if x[0] == 429)
         assert body["error"]["code"] == "key_rpm_exceeded"
         assert body["error"]["type"] == "rate_limit_error"
@@ -160,3 +168,24 @@ async def test_unpriced_lane_is_refused_to_a_budget_unless_allowed(
         assert await hits(http, sim, specs["unpriced"]) == 0
         assert (await chat(http, a, "unpriced", "k-lenient"))[0] == 200
         assert await hits(http, sim, specs["unpriced"]) == 1
+
+
+async def test_answers_carry_the_token_window_too_streams_included(
+    sim, http, redis_prefix, specs
+) -> None:
+    with replicas(settings(sim, specs), redis_prefix, count=1) as (a,):
+        status, headers, body = await chat(http, a, "open", "k-tokens")
+        assert status == 200
+        assert headers["X-RateLimit-Limit-Tokens"] == "100"
+        used = body["usage"]["prompt_tokens"]
+        assert 0 <= int(headers["X-RateLimit-Remaining-Tokens"]) <= 100 - used
+        payload = {"model": "open", "messages": HELLO, "stream": True}
+        async with http.post(
+            f"{a.v1}/chat/completions", json=payload, headers={"Authorization": "Bearer k-tokens"}
+        ) as response:
+            assert response.status == 200
+            assert response.headers["X-RateLimit-Limit-Tokens"] == "100"
+            assert "X-RateLimit-Reset-Tokens" in response.headers
+            await response.read()
+        status, headers, _ = await chat(http, a, "open", "k-single")
+        assert status == 200 and not any(h.lower().startswith("x-ratelimit") for h in headers)

@@ -8,7 +8,15 @@ import pytest
 
 from laneway.core.clock import FakeClock
 from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import SLOT_LEASE, KeyAsk, KeyLedger, MemoryKeyLedger, period_resets
+from laneway.state.keys import (
+    SLOT_LEASE,
+    KeyAsk,
+    KeyGrant,
+    KeyLedger,
+    KeyRefusal,
+    MemoryKeyLedger,
+    period_resets,
+)
 
 MAY_31_2026_23H = datetime(2026, 5, 31, 23, 0, tzinfo=UTC).timestamp()
 
@@ -30,13 +38,13 @@ def ask(ticket: str, **limits) -> KeyAsk:
 async def test_rpm_refuses_with_the_wait_then_frees(ledger) -> None:
     store, clock = ledger
     for n in range(2):
-        assert await store.reserve(ask(f"t{n}", rpm=2)) is None
+        assert isinstance(await store.reserve(ask(f"t{n}", rpm=2)), KeyGrant)
         clock.advance(10.0)
     refusal = await store.reserve(ask("t9", rpm=2))
-    assert refusal is not None and refusal.limit == "rpm" and refusal.cap == 2
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "rpm" and refusal.cap == 2
     assert refusal.seconds == pytest.approx(40.0)
     clock.advance(40.0)
-    assert await store.reserve(ask("t9", rpm=2)) is None
+    assert isinstance(await store.reserve(ask("t9", rpm=2)), KeyGrant)
 
 
 async def test_a_call_its_budget_refuses_takes_no_rpm_slot(ledger) -> None:
@@ -52,56 +60,68 @@ async def test_a_call_its_budget_refuses_takes_no_rpm_slot(ledger) -> None:
 async def test_tpm_settles_at_real_tokens(ledger) -> None:
     store, _ = ledger
     first = ask("t1", tokens=80, tpm=100)
-    assert await store.reserve(first) is None
+    assert isinstance(await store.reserve(first), KeyGrant)
     refusal = await store.reserve(ask("t2", tokens=50, tpm=100))
-    assert refusal is not None and refusal.limit == "tpm"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "tpm"
     await store.settle(first, 10, None)
-    assert await store.reserve(ask("t2", tokens=50, tpm=100)) is None
+    assert isinstance(await store.reserve(ask("t2", tokens=50, tpm=100)), KeyGrant)
 
 
 async def test_concurrency_slot_freed_by_settle_or_by_its_lease(ledger) -> None:
     store, clock = ledger
     first = ask("t1", max_concurrency=1)
-    assert await store.reserve(first) is None
+    assert isinstance(await store.reserve(first), KeyGrant)
     refusal = await store.reserve(ask("t2", max_concurrency=1))
-    assert refusal is not None and refusal.limit == "max_concurrency"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "max_concurrency"
     await store.settle(first, None, None)
-    assert await store.reserve(ask("t2", max_concurrency=1)) is None
+    assert isinstance(await store.reserve(ask("t2", max_concurrency=1)), KeyGrant)
     clock.advance(SLOT_LEASE + 1)
-    assert await store.reserve(ask("t3", max_concurrency=1)) is None
+    assert isinstance(await store.reserve(ask("t3", max_concurrency=1)), KeyGrant)
 
 
 async def test_budget_counts_reservations_and_settles_real_cost(ledger) -> None:
     store, _ = ledger
     first = ask("t1", usd=0.6, daily=1.0)
-    assert await store.reserve(first) is None
+    assert isinstance(await store.reserve(first), KeyGrant)
     refusal = await store.reserve(ask("t2", usd=0.6, daily=1.0))
-    assert refusal is not None and refusal.limit == "daily_budget"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "daily_budget"
     assert refusal.spent == pytest.approx(0.6)
     assert refusal.seconds == pytest.approx(3600.0)
     await store.settle(first, None, 0.25)
-    assert await store.reserve(ask("t2", usd=0.6, daily=1.0)) is None
+    assert isinstance(await store.reserve(ask("t2", usd=0.6, daily=1.0)), KeyGrant)
 
 
 async def test_unknown_cost_keeps_the_estimate(ledger) -> None:
     store, _ = ledger
     first = ask("t1", usd=0.6, monthly=1.0)
-    assert await store.reserve(first) is None
+    assert isinstance(await store.reserve(first), KeyGrant)
     await store.settle(first, None, None)
     refusal = await store.reserve(ask("t2", usd=0.6, monthly=1.0))
-    assert refusal is not None and refusal.limit == "monthly_budget"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "monthly_budget"
 
 
 async def test_a_new_day_starts_a_new_daily_budget_but_not_a_new_month(ledger) -> None:
     store, clock = ledger
-    assert await store.reserve(ask("t1", usd=0.9, daily=1.0, monthly=1.5)) is None
+    assert isinstance(await store.reserve(ask("t1", usd=0.9, daily=1.0, monthly=1.5)), KeyGrant)
     clock.advance(3600.0 + 1)  # June 1st: a new day and a new month
-    assert await store.reserve(ask("t2", usd=0.9, daily=1.0, monthly=1.5)) is None
+    assert isinstance(await store.reserve(ask("t2", usd=0.9, daily=1.0, monthly=1.5)), KeyGrant)
     clock.advance(86_400.0)
     refusal = await store.reserve(ask("t3", usd=0.9, daily=1.0, monthly=1.5))
-    assert refusal is not None and refusal.limit == "monthly_budget"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "monthly_budget"
 
 
 def test_period_resets_at_month_end() -> None:
     assert period_resets(MAY_31_2026_23H) == (3600.0, 3600.0)
     assert period_resets(datetime(2026, 12, 31, 12, tzinfo=UTC).timestamp()) == (43_200.0, 43_200.0)
+
+
+async def test_a_grant_says_how_full_the_window_is(ledger) -> None:
+    store, clock = ledger
+    first = await store.reserve(ask("t1", tokens=30, rpm=5, tpm=1000))
+    assert first == KeyGrant(1, 30, 60.0)
+    clock.advance(15.0)
+    second = await store.reserve(ask("t2", tokens=20, rpm=5, tpm=1000))
+    assert isinstance(second, KeyGrant)
+    assert (second.requests, second.tokens) == (2, 50)
+    assert second.frees_in == pytest.approx(45.0)
+    assert await store.reserve(ask("t3", max_concurrency=5)) == KeyGrant(), "no window, no figures"

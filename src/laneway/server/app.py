@@ -62,6 +62,7 @@ from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
 from laneway.server.asgi import (
     BodyTooLarge,
     ClientGone,
+    Headers,
     Receive,
     Reply,
     Scope,
@@ -358,7 +359,7 @@ class Gateway:
                     cache=cache_control(ex.headers),
                 )
                 limited.answered(result, result.lane)
-        await self._reply(ex, result, call.body(result))
+        await self._reply(ex, result, call.body(result), limited.rate_headers)
 
     async def _stream(
         self,
@@ -372,7 +373,9 @@ class Gateway:
         stream = self.engine.chat_stream(lane, call.request, deadline=deadline, meta=meta)
         try:
             with DisconnectWatch(ex.receive, ex.departure):
-                closing = await forward_stream(stream, ex.send, call.encoder())
+                closing = await forward_stream(
+                    stream, ex.send, call.encoder(), limited.rate_headers
+                )
         finally:
             await stream.aclose()
             limited.answered(stream, stream.lane.name)
@@ -391,7 +394,8 @@ class Gateway:
                     lane, call.request, deadline=deadline, meta=_meta(caller, ex)
                 )
                 limited.answered(result, result.lane)
-        await self._reply(ex, result, embeddings_body(result, call.base64))
+        body = embeddings_body(result, call.base64)
+        await self._reply(ex, result, body, limited.rate_headers)
 
     async def _ocr(self, ex: Exchange) -> None:
         """Mistral's ``POST /v1/ocr``: one image or PDF page, sent as a ``data:`` URL."""
@@ -409,7 +413,8 @@ class Gateway:
                     cache=cache_control(ex.headers),
                 )
                 limited.answered(result, result.lane)
-        await self._reply(ex, result, ocr_body(result, len(call.document)))
+        body = ocr_body(result, len(call.document))
+        await self._reply(ex, result, body, limited.rate_headers)
 
     async def _request(self, ex: Exchange) -> tuple[Caller, dict[str, Any], str]:
         """The caller, the JSON body and the lane it names (checked against the key)."""
@@ -441,14 +446,19 @@ class Gateway:
             yield
 
     async def _reply(
-        self, ex: Exchange, result: LLMResponse | EmbeddingResponse | OCRResponse, body: bytes
+        self,
+        ex: Exchange,
+        result: LLMResponse | EmbeddingResponse | OCRResponse,
+        body: bytes,
+        rate_headers: Headers,
     ) -> None:
-        """A 200 answer with the headers every call carries; ``X-Laneway-Lane`` names the
-        lane that answered (the lane called, or one of its ``fallback_lanes``)."""
+        """A 200 answer with the headers every call carries, and the key's ``X-RateLimit-*``;
+        ``X-Laneway-Lane`` names the lane that answered (the lane called, or one of its
+        ``fallback_lanes``)."""
         headers = answer_headers(
             result.lane, result.source, len(result.attempts), result.cache, result.usage
         )
-        await self._send(ex, Reply(200, body, headers))
+        await self._send(ex, Reply(200, body, [*headers, *rate_headers]))
 
     async def _models(self, ex: Exchange) -> None:
         caller = self.keys.caller(ex.headers)

@@ -5,9 +5,11 @@ before the engine is called, one request, an estimate of its tokens, a slot
 and an estimate of its cost (the dearest of the lane's priced sources at the
 estimated size). When a limit would be passed the caller gets a ``429``
 naming it, with ``Retry-After`` and ``X-RateLimit-*`` headers, and no
-upstream sees the request. The call then settles with its real tokens and
-cost; a cost that stays unknown keeps the estimate (never zero), and a call
-the engine ended without any upstream answer costs nothing.
+upstream sees the request. An answer to a key with ``rpm`` or ``tpm`` carries
+``X-RateLimit-*`` too, made from what the reservation's round trip returned.
+The call then settles with its real tokens and cost; a cost that stays
+unknown keeps the estimate (never zero), and a call the engine ended without
+any upstream answer costs nothing.
 
 A budgeted key is refused (``403``, ``unpriced_lane``) on a lane with a source
 laneway cannot price, its ``fallback_lanes`` included, unless the key says
@@ -33,8 +35,9 @@ from laneway.config.models import KeyConfig, LanewayConfig
 from laneway.core.errors import LanewayError
 from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
 from laneway.policy.quota import estimate_tokens, used_tokens
+from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
-from laneway.state.keys import KeyAsk, KeyLedger, KeyRefusal, open_key_ledger
+from laneway.state.keys import KeyAsk, KeyGrant, KeyLedger, KeyRefusal, open_key_ledger
 
 if TYPE_CHECKING:
     from laneway.accounting.pricer import Pricer
@@ -56,13 +59,38 @@ _WHAT = {
 }
 
 
+NO_WINDOW = KeyGrant()
+
+
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """A reserved call: what it asked for, and the lane it runs on."""
+    """A reserved call: what it asked for, the lane it runs on, and the window it left."""
 
     ask: KeyAsk
     lane: str
     kind: str
+    grant: KeyGrant = NO_WINDOW
+
+    def rate_headers(self) -> Headers:
+        """``X-RateLimit-*`` for the key's ``rpm`` and ``tpm``, from the reservation's answer.
+
+        As OpenAI sends them on every answer: the limit, what is left of it in
+        the window, and (``reset``) when the window's oldest reservation
+        leaves it, freeing room. Nothing for a key without either limit.
+        """
+        ask, grant = self.ask, self.grant
+        headers: Headers = []
+        for name, cap, used in (
+            ("requests", ask.rpm, grant.requests),
+            ("tokens", ask.tpm, grant.tokens),
+        ):
+            if cap is not None:
+                headers += [
+                    (f"x-ratelimit-limit-{name}".encode(), str(cap).encode()),
+                    (f"x-ratelimit-remaining-{name}".encode(), str(max(cap - used, 0)).encode()),
+                    (f"x-ratelimit-reset-{name}".encode(), f"{grant.frees_in:.3f}s".encode()),
+                ]
+        return headers
 
 
 class Answer(Protocol):
@@ -99,6 +127,11 @@ class LimitedCall:
         one of its fallback lanes), for its real tokens and cost."""
         self._answer = answer
         self._answered_on = lane
+
+    @property
+    def rate_headers(self) -> Headers:
+        """The key's ``X-RateLimit-*`` answer headers (none for a key without rpm or tpm)."""
+        return [] if self._hold is None else self._hold.rate_headers()
 
     async def __aenter__(self) -> LimitedCall:
         if self._limits is not None:
@@ -175,11 +208,11 @@ class KeyLimits:
             daily=None if budget is None else budget.daily,
             monthly=None if budget is None else budget.monthly,
         )
-        refusal = await self.ledger.reserve(ask)
-        if refusal is not None:
-            self._count(key, refusal.limit)
-            raise _refused(key, refusal)
-        return Hold(ask, lane, kind)
+        reserved = await self.ledger.reserve(ask)
+        if isinstance(reserved, KeyRefusal):
+            self._count(key, reserved.limit)
+            raise _refused(key, reserved)
+        return Hold(ask, lane, kind, reserved)
 
     async def settle(
         self,

@@ -19,6 +19,7 @@ are recorded in telemetry, never sent in a stream.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 import orjson
@@ -80,8 +81,13 @@ class OpenAIEncoder:
         return sse_error(exc, lane)
 
 
-async def forward_stream(stream: ChatStream, send: Send, encoder: StreamEncoder) -> bytes:
-    """Send the head and every chunk; return the closing events, still unsent.
+async def forward_stream(
+    stream: ChatStream,
+    send: Send,
+    encoder: StreamEncoder,
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> bytes:
+    """Send the head (with ``extra`` headers) and every chunk; return the closing events, unsent.
 
     Errors before the first chunk propagate (no head was sent). The closing
     events, the encoder's end or its in-band error, are returned so the caller
@@ -90,7 +96,7 @@ async def forward_stream(stream: ChatStream, send: Send, encoder: StreamEncoder)
     chunks = aiter(stream)
     first = await anext(chunks, None)
     headers = answer_headers(stream.lane.name, stream.source, len(stream.attempts), "bypass", None)
-    head = [*SSE_HEADERS, *headers]
+    head = [*SSE_HEADERS, *headers, *extra]
     await send({"type": "http.response.start", "status": 200, "headers": head})
     try:
         if first is not None:

@@ -26,6 +26,7 @@ from laneway.state.keys import (
     CONCURRENCY_WAIT,
     SLOT_LEASE,
     KeyAsk,
+    KeyGrant,
     KeyRefusal,
     MemoryKeyLedger,
     period_resets,
@@ -46,6 +47,8 @@ RESERVE = (
 -- KEYS: q, t, run, held, day spend, month spend.
 -- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd,
 --       daily cap, monthly cap, day ttl, month ttl (caps and limits: 0 = none).
+-- Returns the refusing limit and its figure, or '' and then the window's requests,
+-- tokens and seconds until its oldest reservation leaves it.
 local now, ticket, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local rpm, tpm, window = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local most, lease, usd = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -73,7 +76,11 @@ redis.call('INCRBYFLOAT', KEYS[5], num(usd))
 redis.call('PEXPIRE', KEYS[5], ARGV[12])
 redis.call('INCRBYFLOAT', KEYS[6], num(usd))
 redis.call('PEXPIRE', KEYS[6], ARGV[13])
-return {'', '0'}
+if rpm <= 0 and tpm <= 0 then return {'', '0', 0, 0, '0'} end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local frees = math.max(tonumber(oldest[2]) + window - now, 0)
+local held = tonumber(redis.call('HGET', KEYS[2], '=sum') or '0')
+return {'', '0', redis.call('ZCARD', KEYS[1]), held, num(frees)}
 """
 )
 
@@ -119,7 +126,7 @@ class RedisKeyLedger:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
         return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
 
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
         wall = self.clock.wall()
         day, month = periods(wall)
@@ -139,7 +146,10 @@ class RedisKeyLedger:
             DAY_TTL_MS,
             MONTH_TTL_MS,
         ]
-        limit, figure = await self._reserve(keys=keys, args=args)
+        limit, figure, *window = await self._reserve(keys=keys, args=args)
+        if not limit:
+            requests, tokens, frees_in = window
+            return KeyGrant(int(requests), int(tokens), float(frees_in))
         return _refusal(ask, limit, float(figure), wall)
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
@@ -167,10 +177,8 @@ class RedisKeyLedger:
         return self._keys(key, f"spend:{day}", f"spend:{month}")
 
 
-def _refusal(ask: KeyAsk, limit: str, figure: float, wall: float) -> KeyRefusal | None:
-    """The script's answer as a ``KeyRefusal``: waits for windows, spend for budgets."""
-    if not limit:
-        return None
+def _refusal(ask: KeyAsk, limit: str, figure: float, wall: float) -> KeyRefusal:
+    """The script's refusal as a ``KeyRefusal``: waits for windows, spend for budgets."""
     if limit == "max_concurrency":
         assert ask.max_concurrency is not None
         return KeyRefusal(limit, ask.max_concurrency, CONCURRENCY_WAIT)
@@ -211,15 +219,15 @@ class FallbackKeyLedger:
         self._down_since: float | None = None
         self._local_tickets: set[str] = set()
 
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
         answer = await self._try(lambda: self.shared.reserve(ask))
         if answer is not None:
             return answer[0]
-        refusal = await self.local.reserve(ask)
-        if refusal is None:
+        reserved = await self.local.reserve(ask)
+        if isinstance(reserved, KeyGrant):
             self._local_tickets.add(ask.ticket)
-        return refusal
+        return reserved
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
         """See ``KeyLedger.settle``."""

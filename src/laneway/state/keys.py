@@ -61,11 +61,27 @@ class KeyRefusal:
     """USD counted in the budget's period (reservations included), for budget refusals."""
 
 
+@dataclass(frozen=True, slots=True)
+class KeyGrant:
+    """A reserved call, and the key's request window as the reservation left it.
+
+    ``requests`` and ``tokens`` are what the window holds, this call
+    included; ``frees_in`` the seconds until its oldest reservation leaves it.
+    All zero when the key has neither ``rpm`` nor ``tpm``. The server turns
+    them into ``X-RateLimit-*`` headers at no extra cost.
+    """
+
+    requests: int = 0
+    tokens: int = 0
+    frees_in: float = 0.0
+
+
 class KeyLedger(Protocol):
     """Keeps every key's windows, slots and spend; each method is atomic."""
 
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
-        """Take ``ask`` whole, or nothing and say which limit refused it."""
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
+        """Take ``ask`` whole (and say how full its window is), or nothing and say which
+        limit refused it."""
         ...
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
@@ -138,7 +154,7 @@ class MemoryKeyLedger:
         self.clock = clock
         self._keys: dict[str, _KeyState] = {}
 
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | None:
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
         wall = self.clock.wall()
         state = self._keys.setdefault(ask.key, _KeyState())
@@ -164,7 +180,7 @@ class MemoryKeyLedger:
         state.held[ask.ticket] = (ask.usd, day, month)
         for period in (day, month):
             state.spent[period] = state.spent.get(period, 0.0) + ask.usd
-        return None
+        return _grant(state.window, ask, wall)
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
         """See ``KeyLedger.settle``."""
@@ -220,6 +236,14 @@ def _rpm_refusal(times: deque[float], rpm: int, window: float, wall: float) -> K
         return KeyRefusal("rpm", rpm, times[len(times) - rpm] + window - wall)
     times.append(wall)
     return None
+
+
+def _grant(window: SlidingWindow, ask: KeyAsk, wall: float) -> KeyGrant:
+    """How full the key's window is after a grant (empty when it has no rpm or tpm)."""
+    if (ask.rpm is None and ask.tpm is None) or not window.entries:
+        return KeyGrant()
+    oldest = next(iter(window.entries.values()))
+    return KeyGrant(len(window.entries), window.tokens, max(oldest.at + ask.window - wall, 0.0))
 
 
 def open_key_ledger(url: str | None, clock: TimeSource, *, prefix: str = "laneway") -> KeyLedger:
