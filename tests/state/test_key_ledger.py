@@ -49,12 +49,12 @@ async def test_rpm_refuses_with_the_wait_then_frees(ledger) -> None:
 
 async def test_a_call_its_budget_refuses_takes_no_rpm_slot(ledger) -> None:
     store, _ = ledger
-    assert await store.reserve(ask("t1", rpm=2, usd=0.6, daily=1.0)) is None
+    assert isinstance(await store.reserve(ask("t1", rpm=2, usd=0.6, daily=1.0)), KeyGrant)
     refusal = await store.reserve(ask("t2", rpm=2, usd=0.6, daily=1.0))
-    assert refusal is not None and refusal.limit == "daily_budget"
-    assert await store.reserve(ask("t3", rpm=2)) is None
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "daily_budget"
+    assert isinstance(await store.reserve(ask("t3", rpm=2)), KeyGrant)
     refusal = await store.reserve(ask("t4", rpm=2))
-    assert refusal is not None and refusal.limit == "rpm"
+    assert isinstance(refusal, KeyRefusal) and refusal.limit == "rpm"
 
 
 async def test_tpm_settles_at_real_tokens(ledger) -> None:
@@ -125,3 +125,6 @@ async def test_a_grant_says_how_full_the_window_is(ledger) -> None:
     assert (second.requests, second.tokens) == (2, 50)
     assert second.frees_in == pytest.approx(45.0)
     assert await store.reserve(ask("t3", max_concurrency=5)) == KeyGrant(), "no window, no figures"
+    assert await store.reserve(KeyAsk("solo", "s1", rpm=3)) == KeyGrant(1, 0, 60.0)
+    clock.advance(5.0)
+    assert await store.reserve(KeyAsk("solo", "s2", rpm=3)) == KeyGrant(2, 0, 55.0)

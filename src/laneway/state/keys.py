@@ -180,7 +180,7 @@ class MemoryKeyLedger:
         state.held[ask.ticket] = (ask.usd, day, month)
         for period in (day, month):
             state.spent[period] = state.spent.get(period, 0.0) + ask.usd
-        return _grant(state.window, ask, wall)
+        return _grant(state, ask, wall)
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
         """See ``KeyLedger.settle``."""
@@ -238,9 +238,18 @@ def _rpm_refusal(times: deque[float], rpm: int, window: float, wall: float) -> K
     return None
 
 
-def _grant(window: SlidingWindow, ask: KeyAsk, wall: float) -> KeyGrant:
-    """How full the key's window is after a grant (empty when it has no rpm or tpm)."""
-    if (ask.rpm is None and ask.tpm is None) or not window.entries:
+def _grant(state: _KeyState, ask: KeyAsk, wall: float) -> KeyGrant:
+    """How full the key's window is after a grant (empty when it has no rpm or tpm).
+
+    An rpm-only key counts bare times (``_rpm_refusal``); a key with tpm, reservations.
+    """
+    if ask.tpm is None:
+        times = state.times
+        if ask.rpm is None or not times:
+            return KeyGrant()
+        return KeyGrant(len(times), 0, max(times[0] + ask.window - wall, 0.0))
+    window = state.window
+    if not window.entries:
         return KeyGrant()
     oldest = next(iter(window.entries.values()))
     return KeyGrant(len(window.entries), window.tokens, max(oldest.at + ask.window - wall, 0.0))
