@@ -14,10 +14,11 @@ import pytest
 
 from laneway.accounting import Pricer
 from laneway.config.models import LanewayConfig
+from laneway.core.outcomes import SourceRecord
 from laneway.core.records import CallRecord
 from laneway.errors import StreamInterrupted, UpstreamFailed
 from laneway.sim._answers import answer_pieces
-from laneway.state.base import Ask, SourceRecord
+from laneway.state.base import Ask
 from tests.helpers import sim_url, unique_spec
 from tests.virtual import VirtualSim, in_virtual_time
 

@@ -18,9 +18,10 @@ import pytest
 
 from laneway import Laneway
 from laneway.config.models import LanewayConfig
+from laneway.core.outcomes import SourceRecord
 from laneway.errors import DeadlineExceeded
 from laneway.sim import RunningSim
-from laneway.state.base import Admission, Ask, Peek, SourceRecord, SourceStore
+from laneway.state.base import Admission, Ask, Peek, SourceStore
 from tests.helpers import sim_url, unique_spec
 
 MESSAGES = [{"role": "user", "content": "hello"}]

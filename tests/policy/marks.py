@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laneway.state.base import Mark
+from laneway.core.outcomes import Mark
 
 
 def log(*entries: tuple[float, str]) -> tuple[Mark, ...]:

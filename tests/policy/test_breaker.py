@@ -4,17 +4,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laneway.core.clock import FakeClock
+from laneway.core.outcomes import Mark
 from laneway.policy.breaker import BreakerLimits
-from laneway.policy.outcome import summarize
+from laneway.policy.outcome import summary_of
 from laneway.policy.waits import Admit, Probe, Wait
-from laneway.state.base import Mark
 from tests.policy.marks import failures, log
 
 LIMITS = BreakerLimits(failures=3, window=10.0, cooldown=5.0)
 
 
 def gate(marks: tuple[Mark, ...], now: float) -> Admit | Probe | Wait:
-    return LIMITS.gate(summarize(marks, 60.0), now)
+    return LIMITS.gate(summary_of(marks, 60.0), now)
 
 
 def test_closed_below_the_failure_count() -> None:
@@ -49,12 +49,12 @@ def test_a_failed_probe_rearms_the_cooldown_and_a_success_closes() -> None:
 def test_throttling_and_neutral_outcomes_do_not_count() -> None:
     marks = log((0.0, "throttled"), (1.0, "throttled"), (2.0, "throttled"), (3.0, "neutral"))
     assert gate(marks, 3.0) == Admit()
-    assert summarize(marks, 60.0).last_failure is None
+    assert summary_of(marks, 60.0).last_failure is None
 
 
 def test_last_failure_is_the_latest_counting_failure() -> None:
     marks = log((1.0, "failed"), (2.0, "timeout"), (3.0, "throttled"))
-    assert summarize(marks, 60.0).last_failure == 2.0
+    assert summary_of(marks, 60.0).last_failure == 2.0
 
 
 outcome_logs = st.lists(
@@ -70,7 +70,7 @@ outcome_logs = st.lists(
 @given(entries=outcome_logs, later=st.floats(min_value=0.0, max_value=200.0))
 def test_an_open_breaker_never_admits_before_its_cooldown(entries, later) -> None:
     marks = log(*entries)
-    reopens = LIMITS.reopens_at(summarize(marks, 60.0))
+    reopens = LIMITS.reopens_at(summary_of(marks, 60.0))
     now = max((at for at, _ in entries), default=0.0) + later
     decided = gate(marks, now)
     if reopens is not None and now < reopens:

@@ -2,16 +2,16 @@
 
 import pytest
 
+from laneway.core.outcomes import Mark
 from laneway.policy.health import HealthPolicy, Tier
-from laneway.policy.outcome import summarize
-from laneway.state.base import Mark
+from laneway.policy.outcome import summary_of
 from tests.policy.marks import failures, log
 
 POLICY = HealthPolicy(half_life=10.0)
 
 
 def score(marks: tuple[Mark, ...], now: float) -> float:
-    return POLICY.score(summarize(marks, POLICY.half_life), now)
+    return POLICY.score(summary_of(marks, POLICY.half_life), now)
 
 
 def test_no_history_is_fully_credible() -> None:

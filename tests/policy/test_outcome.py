@@ -1,15 +1,22 @@
 """How attempt failures count for health, the breaker and pacing."""
 
+import asyncio
+import importlib
+import pkgutil
 from collections import deque
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from laneway import policy
+from laneway.core.clock import FakeClock
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
-from laneway.policy.outcome import Verdict, _summary, judge, summarize
-from laneway.state.base import Mark
+from laneway.core.outcomes import EMPTY_RECORD, Mark, SourceRecord
+from laneway.policy.outcome import Verdict, judge, summarize, summary_of
+from laneway.state.base import Ask
+from laneway.state.memory import MemoryStore
 
 
 @pytest.mark.parametrize(
@@ -55,31 +62,77 @@ def test_a_summary_derived_mark_by_mark_equals_one_made_from_the_whole_log(
 ) -> None:
     """What a settle does to a store's log: append one later mark, drop the oldest when full."""
     window: deque[Mark] = deque(maxlen=size)
+    record = EMPTY_RECORD
     at = 0.0
     for gap, code in steps:
         at += gap
         window.append(Mark(at, code))
-        marks = tuple(window)
-        derived = summarize(marks, 60.0)
-        whole = _summary(marks, 60.0)
+        record = record.successor(tuple(window), None)
+        derived = summarize(record, 60.0)
+        whole = summary_of(record.marks, 60.0)
         assert derived.failures == whole.failures
         assert derived.last_failure == whole.last_failure
         assert derived.newest == whole.newest
+        assert derived.oks == whole.oks and derived.opening == whole.opening
         assert derived.weight == pytest.approx(whole.weight, abs=1e-9)
         assert derived.good == pytest.approx(whole.good, abs=1e-9)
+    if size >= 2 and len(steps) >= 2:
+        assert summarize(record, 60.0).steps > 0
+
+
+def test_the_memory_store_links_each_record_to_the_one_it_replaced() -> None:
+    """A store's settle makes a record whose summary comes from the previous one's."""
+    clock = FakeClock()
+    store = MemoryStore(clock)
+    ask = Ask("a", "t")
+    summaries = []
+    for code in ("ok", "failed", "failed", "ok", "timeout"):
+        clock.advance(1.0)
+        record = asyncio.run(store.settle("lane", ask, None, code))
+        summaries.append(summarize(record, 60.0))
+        assert summaries[-1].failures == summary_of(record.marks, 60.0).failures
+    assert [s.steps for s in summaries] == [0, 1, 2, 3, 4]
+
+
+def test_a_record_holds_its_summaries_per_half_life() -> None:
+    record = SourceRecord((Mark(1.0, "ok"), Mark(2.0, "failed")))
+    short, long = summarize(record, 1.0), summarize(record, 60.0)
+    assert short is summarize(record, 1.0) and long is summarize(record, 60.0)
+    assert short.weight < long.weight
+    assert set(record.summaries) == {1.0, 60.0}
+    assert record == SourceRecord(record.marks)
 
 
 def test_consecutive_logs_are_summarised_from_the_previous_summary() -> None:
-    first = (Mark(1.0, "ok"), Mark(2.0, "failed"))
-    second = (*first, Mark(3.0, "failed"))
+    first = SourceRecord((Mark(1.0, "ok"), Mark(2.0, "failed")))
+    second = first.successor((*first.marks, Mark(3.0, "failed")), 1.0)
     assert summarize(first, 60.0).steps == 0
     assert summarize(second, 60.0).steps == 1
     assert summarize(second, 60.0).failures == (2.0, 3.0)
 
 
+def test_a_record_whose_prior_was_never_read_is_summarised_whole() -> None:
+    first = SourceRecord((Mark(1.0, "ok"),))
+    second = first.successor((*first.marks, Mark(2.0, "failed")), 1.0)
+    assert summarize(second, 60.0).steps == 0
+
+
 def test_a_log_out_of_time_order_is_summarised_whole() -> None:
-    shuffled = (Mark(5.0, "failed"), Mark(1.0, "ok"))
-    grown = (*shuffled, Mark(6.0, "failed"))
+    shuffled = SourceRecord((Mark(5.0, "failed"), Mark(1.0, "ok")))
+    grown = shuffled.successor((*shuffled.marks, Mark(6.0, "failed")), None)
     summarize(shuffled, 60.0)
     assert summarize(grown, 60.0).failures == (5.0, 6.0)
-    assert summarize((*grown[1:], Mark(7.0, "ok")), 60.0).steps == 0
+    rolled = grown.successor((*grown.marks[1:], Mark(7.0, "ok")), 7.0)
+    assert summarize(rolled, 60.0).steps == 0
+
+
+def test_policy_modules_keep_no_mutable_state() -> None:
+    """Policies are pure: no module-level dict, list, set or deque to remember things in."""
+    mutable = (dict, list, set, bytearray, deque)
+    held = [
+        f"{info.name}.{name}"
+        for info in pkgutil.iter_modules(policy.__path__)
+        for name, value in vars(importlib.import_module(f"laneway.policy.{info.name}")).items()
+        if isinstance(value, mutable) and not name.startswith("__")
+    ]
+    assert held == []

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from laneway.core.clock import Clock
 from laneway.core.errors import AttemptFailure
+from laneway.core.outcomes import EMPTY_RECORD
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy import selection
@@ -41,7 +42,7 @@ from laneway.policy.outcome import Verdict, judge, summarize
 from laneway.policy.pacer import Pacer
 from laneway.policy.selection import Candidate, Plan, Try
 from laneway.policy.waits import PUSHBACK, Wait, capped, soonest
-from laneway.state.base import EMPTY_RECORD, Admission, Ask, SourceStore
+from laneway.state.base import Admission, Ask, SourceStore
 
 logger = logging.getLogger("laneway.admission")
 
@@ -228,8 +229,7 @@ class SourceAdmission:
     def _candidate(
         self, lane: Lane, memory: LaneMemory, source: Source, call: CallSources, now: float
     ) -> Candidate:
-        marks = memory.records.get(source.key, EMPTY_RECORD).marks
-        log = summarize(marks, lane.health.half_life)
+        log = summarize(memory.records.get(source.key, EMPTY_RECORD), lane.health.half_life)
         pushed_back = memory.pushed_back_for(source, now)
         revisit = _revisit(call, source.name, pushed_back, now)
         honoured = revisit is None and _honoured(lane, pushed_back)

@@ -20,6 +20,7 @@ from laneway.config.models import (
     UpstreamConfig,
 )
 from laneway.core.errors import RequestInvalid
+from laneway.core.outcomes import SourceRecord
 from laneway.core.types import ChatRequest
 from laneway.policy.backoff import Backoff
 from laneway.policy.breaker import BreakerLimits
@@ -31,7 +32,6 @@ from laneway.policy.selection import Turns
 from laneway.policy.stall import StallWatch
 from laneway.policy.waits import Wait
 from laneway.providers.base import Provider
-from laneway.state.base import SourceRecord
 
 SHARED_SCOPE = "deployments"
 """The store scope of every lane that names a deployment: their sources' states

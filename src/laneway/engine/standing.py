@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from laneway.core.clock import TimeSource
+from laneway.core.outcomes import EMPTY_RECORD, LogSummary, SourceRecord
 from laneway.engine.lane import Lane, Source
 from laneway.policy.health import Tier
-from laneway.policy.outcome import LogSummary, summarize_unmemoised
-from laneway.state.base import EMPTY_RECORD, QuotaUse, SourceRecord, SourceStore
+from laneway.policy.outcome import summarize
+from laneway.state.base import QuotaUse, SourceStore
 
 TIER_NAMES = {
     Tier.CREDIBLE: "credible",
@@ -108,7 +109,7 @@ async def _lane(lane: Lane, store: SourceStore, clock: TimeSource) -> LaneStandi
 def _source(
     lane: Lane, source: Source, record: SourceRecord, quotas: Mapping[str, QuotaUse], now: float
 ) -> SourceStanding:
-    log = summarize_unmemoised(record.marks, lane.health.half_life)
+    log = summarize(record, lane.health.half_life)
     score = lane.health.score(log, now)
     limits = source.breaker or lane.breaker
     reopens = limits.reopens_at(log)

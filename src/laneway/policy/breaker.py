@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from laneway.policy.outcome import LogSummary
+from laneway.core.outcomes import LogSummary
 from laneway.policy.waits import ADMIT, PROBE, Admit, Probe, Wait
 
 BREAKER_OPEN = "breaker"

@@ -12,7 +12,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from laneway.policy.outcome import LogSummary
+from laneway.core.outcomes import LogSummary
 
 
 class Tier(enum.IntEnum):

@@ -13,11 +13,11 @@ import enum
 import math
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from types import MappingProxyType
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import NEUTRAL, FailureKind
+from laneway.core.outcomes import EMPTY_SUMMARY, LogSummary, Mark, SourceRecord
 
 
 class Verdict(enum.Enum):
@@ -75,118 +75,53 @@ def judge(failure: AttemptFailure | None) -> Verdict:
     return Verdict.FAILED
 
 
-class Mark(Protocol):
-    """One logged outcome: when it happened and its ``Verdict`` code."""
-
-    @property
-    def at(self) -> float:
-        """Monotonic seconds."""
-        ...
-
-    @property
-    def code(self) -> str:
-        """A ``Verdict`` value."""
-        ...
-
-
-_SAMPLE_BY_CODE = {v.value: v.health_sample for v in Verdict if v.health_sample is not None}
+_SAMPLE_BY_CODE = MappingProxyType(
+    {v.value: v.health_sample for v in Verdict if v.health_sample is not None}
+)
 _OPENING_CODES = frozenset(v.value for v in Verdict if v.opens_breaker)
 _OK = Verdict.OK.value
 _AT = operator.attrgetter("at")
-
-
-@dataclass(frozen=True, slots=True)
-class LogSummary:
-    """Everything the policies read from one outcome log, in a single pass.
-
-    Health weights are taken relative to ``newest`` (the latest mark), so the
-    decayed sums are computed once per log and scaled by one factor at ``now``.
-    ``in_order`` (marks logged oldest first), ``oks``, ``opening`` and
-    ``steps`` let the summary of the next log (one mark appended, maybe the
-    oldest dropped) be derived from this one.
-    """
-
-    newest: float
-    weight: float
-    good: float
-    failures: tuple[float, ...]
-    last_failure: float | None
-    in_order: bool = True
-    oks: int = 0
-    opening: int = 0
-    steps: int = 0
-
-
-EMPTY_SUMMARY = LogSummary(0.0, 0.0, 0.0, (), None)
 REBUILD_EVERY = 1024
 """Derived summaries in a row before one is rebuilt from its marks (bounds float drift)."""
-_SUMMARIES: dict[tuple[int, float], tuple[Sequence[Mark], LogSummary]] = {}
-_BY_NEWEST: dict[tuple[int, float], tuple[Sequence[Mark], LogSummary]] = {}
-_SUMMARIES_MAX = 512
 
 
-def summarize(marks: Sequence[Mark], half_life: float) -> LogSummary:
-    """The log's summary; remembered per log object.
+def summarize(record: SourceRecord, half_life: float) -> LogSummary:
+    """The summary of the record's marks, made once per record and half-life.
 
-    Every pick reads each source's log for health, breaker and last failure,
-    and a store replaces a log object rather than mutating it, so an identity
-    check (not a hash of 32 marks) finds a summary already made. A log that is
-    the previous one plus a new mark (a settle in this process) is summarised
-    from the previous summary in constant time instead of from its 32 marks.
+    Every pick reads each source's log for health, breaker and last failure;
+    the summary is kept in the record (``SourceRecord.summaries``), beside
+    the marks it describes. A record that extends its ``prior`` by one later
+    mark (a settle in this process) is summarised from the prior summary in
+    constant time instead of from its 32 marks.
     """
-    if not marks:
-        return EMPTY_SUMMARY
-    key = (id(marks), half_life)
-    cached = _SUMMARIES.get(key)
-    if cached is not None and cached[0] is marks:
-        return cached[1]
-    summary = _derived(marks, half_life) or _summary(marks, half_life)
-    if len(_SUMMARIES) >= _SUMMARIES_MAX:
-        _SUMMARIES.clear()
-        _BY_NEWEST.clear()
-    _SUMMARIES[key] = (marks, summary)
-    _BY_NEWEST[id(marks[-1]), half_life] = (marks, summary)
+    if not record.marks:
+        return EMPTY_SUMMARY  # EMPTY_RECORD is shared: nothing is written into it
+    summary = record.summaries.get(half_life)
+    if summary is None:
+        summary = _derived(record, half_life) or summary_of(record.marks, half_life)
+        record.summaries[half_life] = summary
     return summary
 
 
-def summarize_unmemoised(marks: Sequence[Mark], half_life: float) -> LogSummary:
-    """The log's summary, computed afresh and not remembered.
-
-    For readers off the call path (the status page): their logs are not
-    admission's, and remembering them would only push admission's out of the memo.
-    """
-    return _summary(marks, half_life) if marks else EMPTY_SUMMARY
-
-
-def _derived(marks: Sequence[Mark], half_life: float) -> LogSummary | None:
-    """The summary from the previous log's, when ``marks`` extends it by one later mark.
-
-    The previous log's entries are dropped, so the memo holds about one log per source.
-    """
-    if len(marks) < 2:
+def _derived(record: SourceRecord, half_life: float) -> LogSummary | None:
+    """The summary from the prior log's, when ``record`` extends it by one later mark."""
+    prior, marks = record.prior, record.marks
+    if prior is None or len(marks) < 2:
         return None
-    known = _BY_NEWEST.get((id(marks[-2]), half_life))
-    if known is None:
+    summary = prior.summaries.get(half_life)
+    if summary is None:
         return None
-    before, summary = known
     new = marks[-1]
-    if before[-1] is not marks[-2] or new.at < summary.newest or summary.steps >= REBUILD_EVERY:
+    if new.at < summary.newest or summary.steps >= REBUILD_EVERY:
         return None
-    kept = tuple(marks[:-1])
-    if kept == tuple(before):
+    kept, before = marks[:-1], prior.marks
+    if kept == before:
         dropped = None
-    elif summary.in_order and kept == tuple(before[1:]):
+    elif summary.in_order and kept == before[1:]:
         dropped = before[0]
     else:
         return None
-    _forget(before, half_life)
     return _next(summary, dropped, new, half_life)
-
-
-def _forget(marks: Sequence[Mark], half_life: float) -> None:
-    """Drop a log's summary once its successor's is made: the store has moved past it."""
-    del _BY_NEWEST[id(marks[-1]), half_life]
-    _SUMMARIES.pop((id(marks), half_life), None)
 
 
 def _next(summary: LogSummary, dropped: Mark | None, new: Mark, half_life: float) -> LogSummary:
@@ -222,7 +157,10 @@ def _next(summary: LogSummary, dropped: Mark | None, new: Mark, half_life: float
     )
 
 
-def _summary(marks: Sequence[Mark], half_life: float) -> LogSummary:
+def summary_of(marks: Sequence[Mark], half_life: float) -> LogSummary:
+    """The summary of ``marks`` made from all of them (what every derived summary equals)."""
+    if not marks:
+        return EMPTY_SUMMARY
     ordered = sorted(marks, key=_AT)
     in_order = all(a is b for a, b in zip(ordered, marks, strict=True))
     newest = ordered[-1].at

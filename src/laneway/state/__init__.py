@@ -21,15 +21,14 @@ from typing import TYPE_CHECKING
 from laneway.core.clock import TimeSource
 from laneway.core.extras import require
 from laneway.core.lazy import lazy_attributes
+from laneway.core.outcomes import Mark, SourceRecord
 from laneway.state.base import (
     Admission,
     Ask,
-    Mark,
     Peek,
     QuotaUse,
     Refusal,
     SourceDump,
-    SourceRecord,
     SourceStore,
 )
 from laneway.state.memory import MemoryStore

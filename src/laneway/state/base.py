@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from laneway.core.outcomes import SourceRecord
+
 LOG_SIZE = 32
 """Outcomes kept per source: enough for the health score and for ``breaker.failures``
 (which the config caps at this size)."""
@@ -52,25 +54,6 @@ class Refusal:
     source: str
     seconds: float
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One logged attempt outcome: when, and its verdict code (``ok``, ``failed``...)."""
-
-    at: float
-    code: str
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRecord:
-    """What a store remembers of a source's outcomes: recent marks, and the last success."""
-
-    marks: tuple[Mark, ...] = ()
-    last_ok: float | None = None
-
-
-EMPTY_RECORD = SourceRecord()
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,8 @@ from typing import TypeVar
 from redis.exceptions import RedisError
 
 from laneway.core.clock import TimeSource
-from laneway.state.base import Admission, Ask, Peek, SourceRecord
+from laneway.core.outcomes import SourceRecord
+from laneway.state.base import Admission, Ask, Peek
 from laneway.state.memory import MemoryStore
 from laneway.state.redis_store import RedisStore
 

@@ -11,20 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laneway.core.clock import TimeSource
+from laneway.core.outcomes import EMPTY_RECORD, Mark, SourceRecord
 from laneway.state.base import (
-    EMPTY_RECORD,
     LOG_SIZE,
     PROBE,
     QUOTA,
     Admission,
     Ask,
     Entry,
-    Mark,
     Peek,
     QuotaUse,
     Refusal,
     SourceDump,
-    SourceRecord,
 )
 from laneway.state.window import SlidingWindow
 
@@ -39,13 +37,17 @@ class _SourceState:
     cached: SourceRecord = EMPTY_RECORD
 
     def record(self) -> SourceRecord:
-        """The current record; the same object until the log changes (policies memoise on it)."""
+        """The current record; the same object until the log changes (it holds its summaries).
+
+        A changed log makes the record's ``successor``, so the new summary is
+        derived from the previous one.
+        """
         if (
             len(self.cached.marks) != len(self.marks)
             or self.cached.last_ok != self.last_ok
             or (self.marks and self.cached.marks[-1] is not self.marks[-1])
         ):
-            self.cached = SourceRecord(tuple(self.marks), self.last_ok)
+            self.cached = self.cached.successor(tuple(self.marks), self.last_ok)
         return self.cached
 
     def probe_wait(self, now: float) -> float:

@@ -17,17 +17,16 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from laneway.core.clock import TimeSource
+from laneway.core.outcomes import Mark, SourceRecord
 from laneway.state import lua
 from laneway.state.base import (
     LOG_SIZE,
     Admission,
     Ask,
-    Mark,
     Peek,
     QuotaUse,
     Refusal,
     SourceDump,
-    SourceRecord,
 )
 
 LOG_TTL_MS = 600_000
