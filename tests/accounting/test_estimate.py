@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from laneway.accounting import chat_usage_or_estimate, embed_usage_or_estimate, estimate_tokens
+from laneway.core.messages import ChatMessage
 from laneway.core.types import Usage
 
-MESSAGES: list[dict[str, Any]] = [
+MESSAGES: list[ChatMessage] = [
     {"role": "system", "content": "12345678"},
     {"role": "user", "content": [{"type": "text", "text": "abcd"}, {"type": "image_url"}]},
 ]

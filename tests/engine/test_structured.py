@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from laneway import Laneway
 from laneway.app import build_engine
+from laneway.core.messages import ChatMessage
 from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
 from laneway.engine.structured import response_format, validate
@@ -16,7 +17,7 @@ from laneway.sim._answers import JSON_WRONG
 from tests.engine.spy import SpyTransport, sim_hits
 from tests.helpers import one_lane, unique_spec
 
-ASK = [{"role": "user", "content": "What is the answer?"}]
+ASK: list[ChatMessage] = [{"role": "user", "content": "What is the answer?"}]
 
 
 class Answer(BaseModel):

@@ -3,7 +3,7 @@
 import pytest
 
 from laneway.core.types import ChatRequest, EmbedRequest, Usage
-from laneway.policy.quota import QuotaLimits, estimate_tokens, used_tokens
+from laneway.policy.quota import QuotaLimits, request_tokens, used_tokens
 
 
 def test_without_tpm_nothing_is_reserved() -> None:
@@ -33,9 +33,9 @@ def test_a_reservation_never_exceeds_the_whole_quota() -> None:
 def test_estimates() -> None:
     chat = ChatRequest([{"role": "user", "content": "x" * 40}], {"max_tokens": 20})
     parts = ChatRequest([{"role": "user", "content": [{"type": "text", "text": "y" * 8}]}])
-    assert estimate_tokens(chat) == 30
-    assert estimate_tokens(parts) == 2
-    assert estimate_tokens(EmbedRequest(["abcd", "efgh"])) == 2
+    assert request_tokens(chat) == 30
+    assert request_tokens(parts) == 2
+    assert request_tokens(EmbedRequest(["abcd", "efgh"])) == 2
 
 
 def test_used_tokens_prefers_the_total_and_never_invents_one() -> None:

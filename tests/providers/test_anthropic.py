@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from laneway.core.errors import AttemptFailure, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest, EmbedRequest, Reasoning
 from laneway.providers.anthropic import AnthropicProvider, anthropic_usage
@@ -14,7 +15,7 @@ from tests.providers.support import fixture, sse_events
 ROOT = "https://api.anthropic.com/v1"
 PROVIDER = AnthropicProvider(ROOT, "claude-sonnet-4-5", "secret-key", max_tokens=1024)
 NOW = 1_760_000_000.0
-HI = [{"role": "user", "content": "Hi"}]
+HI: list[ChatMessage] = [{"role": "user", "content": "Hi"}]
 
 
 def body_of(request: ChatRequest, provider: AnthropicProvider = PROVIDER, stream: bool = False):
@@ -23,7 +24,7 @@ def body_of(request: ChatRequest, provider: AnthropicProvider = PROVIDER, stream
 
 
 def test_request_puts_system_apart_and_always_sends_max_tokens() -> None:
-    messages = [
+    messages: list[ChatMessage] = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello."},

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
 
 from laneway.core.errors import Inexpressible, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest
 from laneway.providers.anthropic import AnthropicProvider
 
 PROVIDER = AnthropicProvider("https://api.anthropic.com/v1", "claude", "k", max_tokens=4096)
-HI = [{"role": "user", "content": "Hi"}]
+HI: list[ChatMessage] = [{"role": "user", "content": "Hi"}]
 TOOL = {
     "type": "function",
     "function": {"name": "f", "description": "d", "parameters": {"type": "object"}},
@@ -21,8 +22,10 @@ TOOL = {
 CALL = {"id": "toolu_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
 
 
-def body(messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
-    http = PROVIDER.chat_request(ChatRequest(messages, params), stream=False)
+def body(messages: list[ChatMessage] | list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+    http = PROVIDER.chat_request(
+        ChatRequest(cast("list[ChatMessage]", messages), params), stream=False
+    )
     return orjson.loads(http.body)  # type: ignore[no-any-return]
 
 

@@ -7,13 +7,14 @@ import pytest
 
 from laneway import Laneway
 from laneway.config.models import LanewayConfig
+from laneway.core.messages import ChatMessage
 from laneway.core.types import ChatRequest
 from laneway.errors import UpstreamRejected
 from laneway.providers.azure import AzureOpenAIProvider
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 
-HI = [{"role": "user", "content": "hi"}]
+HI: list[ChatMessage] = [{"role": "user", "content": "hi"}]
 ROOT = "https://res.openai.azure.com"
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 import pytest
 
 from laneway.core.errors import AttemptFailure, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest, EmbedRequest, Reasoning
 from laneway.providers.gemini import GeminiProvider, gemini_usage
@@ -23,7 +22,7 @@ def ok(name: str) -> HttpResponse:
 
 
 def test_chat_request_maps_roles_system_and_parameters() -> None:
-    messages: list[dict[str, Any]] = [
+    messages: list[ChatMessage] = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
         {"role": "assistant", "content": "Hello."},

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
 from pydantic import BaseModel
 
 from laneway.core.errors import Inexpressible
+from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest
 from laneway.providers.gemini import GeminiProvider
@@ -28,7 +29,9 @@ SIGNED = {"google": {"thought_signature": "c2ln"}}
 
 
 def body(messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
-    http = PROVIDER.chat_request(ChatRequest(messages, params), stream=False)
+    http = PROVIDER.chat_request(
+        ChatRequest(cast("list[ChatMessage]", messages), params), stream=False
+    )
     return orjson.loads(http.body)  # type: ignore[no-any-return]
 
 

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from laneway.core.estimate import (
-    chat_usage_or_estimate,
-    embed_usage_or_estimate,
-    estimate_tokens,
-)
+from laneway.core.estimate import chat_usage_or_estimate, embed_usage_or_estimate
 from laneway.core.lazy import lazy_attributes
+from laneway.core.messages import estimate_tokens
 
 if TYPE_CHECKING:
     from laneway.accounting.cost import Cost, CostStatus, cost_of

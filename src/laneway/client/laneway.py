@@ -15,6 +15,7 @@ from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import ConfigError, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.records import CallObserver
 from laneway.core.shapes import chat_request
 from laneway.core.transport import Transport
@@ -118,7 +119,7 @@ class Laneway:
     async def chat(
         self,
         lane: str,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage] | list[dict[str, Any]],
         *,
         deadline: float | None = None,
         cache_control: CacheControl | None = None,
@@ -136,7 +137,7 @@ class Laneway:
     def chat_stream(
         self,
         lane: str,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage] | list[dict[str, Any]],
         *,
         deadline: float | None = None,
         **params: Any,
@@ -165,7 +166,7 @@ class Laneway:
     async def structured(
         self,
         lane: str,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage] | list[dict[str, Any]],
         *,
         schema: type[M],
         reasks: int = DEFAULT_REASKS,

@@ -2,32 +2,26 @@
 
 The estimator is deliberately crude and deterministic: one token per four
 characters (rounded up) of the text that was sent and received, the figure
-OpenAI quotes for English. It ignores per-message overhead, tool schemas and
-images, so it is a floor-ish guess, never a bill: the result carries
-``source="estimated"`` and its cost the status ``estimated``, and it only ever
-replaces a usage the upstream left out entirely, never fills gaps in a
-provider's figures.
+OpenAI quotes for English (``laneway.core.messages.estimate_tokens``, over
+the text ``message_texts`` walks, as quota reservations count it). It
+ignores per-message overhead, tool schemas and images, so it is a floor-ish
+guess, never a bill: the result carries ``source="estimated"`` and its cost
+the status ``estimated``, and it only ever replaces a usage the upstream
+left out entirely, never fills gaps in a provider's figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
+from laneway.core.messages import ChatMessage, estimate_tokens, message_texts
 from laneway.core.types import EmbedInput, Usage
-
-CHARS_PER_TOKEN = 4
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens in ``text``: characters over four, rounded up."""
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def chat_usage_or_estimate(
     usage: Usage,
     estimate: bool,
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[ChatMessage],
     content: str,
     reasoning: str | None,
 ) -> Usage:
@@ -38,7 +32,7 @@ def chat_usage_or_estimate(
     """
     if usage.known or not estimate:
         return usage
-    prompt = estimate_tokens(_message_text(messages))
+    prompt = estimate_tokens(*message_texts(messages))
     thought = estimate_tokens(reasoning) if reasoning else None
     completion = estimate_tokens(content) + (thought or 0)
     return Usage(prompt, completion, prompt + completion, thought, None, source="estimated")
@@ -53,15 +47,3 @@ def embed_usage_or_estimate(usage: Usage, estimate: bool, inputs: Iterable[Embed
         return usage
     prompt = sum(estimate_tokens(item) if isinstance(item, str) else len(item) for item in inputs)
     return Usage(prompt, None, prompt, None, None, source="estimated")
-
-
-def _message_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The text of every message: string contents and ``text`` parts."""
-    pieces: list[str] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            pieces.append(content)
-        elif isinstance(content, list):
-            pieces.extend(p["text"] for p in content if isinstance(p, dict) and "text" in p)
-    return "".join(str(piece) for piece in pieces)

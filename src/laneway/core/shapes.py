@@ -14,9 +14,10 @@ library: a one-message chat costs a few microseconds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.types import ChatRequest
 
 MAX_DEPTH = 64
@@ -56,13 +57,13 @@ def check_depth(value: object, limit: int = MAX_DEPTH, where: str = "body") -> N
     raise RequestInvalid(where, f"nests deeper than {limit} levels of objects and lists")
 
 
-def check_messages(messages: object, where: str = "messages") -> list[dict[str, Any]]:
-    """``messages`` as a non-empty list of well-shaped chat messages."""
+def check_messages(messages: object, where: str = "messages") -> list[ChatMessage]:
+    """``messages`` as a non-empty list of well-shaped chat messages (the typed structure)."""
     if not isinstance(messages, list) or not messages:
         raise RequestInvalid(where, "must be a non-empty list")
     for index, message in enumerate(messages):
         check_message(message, f"{where}[{index}]")
-    return messages
+    return cast("list[ChatMessage]", messages)
 
 
 def check_message(message: object, where: str) -> None:

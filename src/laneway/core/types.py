@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from laneway.core.messages import ChatMessage
+
 EmbedInput = str | list[int]
 """One embeddings input: a text, or a text already tokenised (LangChain sends these)."""
 UsageSource = Literal["provider", "estimated", "none"]
@@ -117,7 +119,7 @@ class ChatRequest:
     They are not part of what is asked, so the response cache ignores them.
     """
 
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     params: dict[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
 

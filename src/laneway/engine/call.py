@@ -114,7 +114,7 @@ class CallLoop:
     ) -> CallOutcome[T]:
         """Run ``attempt`` under the lane's policy until success or a verdict.
 
-        ``request_tokens`` (see ``laneway.policy.quota.estimate_tokens``) sizes
+        ``request_tokens`` (see ``laneway.policy.quota.request_tokens``) sizes
         the quota reservation on sources with a ``tpm``. With ``hold`` the
         successful attempt stays open: its slot and reservation are the
         caller's to settle (``CallOutcome.held``), and so is its record.

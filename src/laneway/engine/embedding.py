@@ -41,7 +41,7 @@ from laneway.core.usage import sum_usage
 from laneway.engine.bounded import run_bounded
 from laneway.engine.recording import CallClock
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import estimate_tokens
+from laneway.policy.quota import request_tokens
 from laneway.providers.base import EmbedResult
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def _batch_job(
     async def job() -> BatchDone:
         try:
             done = await parts.loop.run(
-                lane, deadline, attempt, request_tokens=estimate_tokens(batch)
+                lane, deadline, attempt, request_tokens=request_tokens(batch)
             )
         except UpstreamFailed as exc:
             too_large = as_too_large(exc, limit)

@@ -40,7 +40,7 @@ from laneway.engine.recording import CallClock, Recorder
 from laneway.engine.response_cache import ResponseCache
 from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import estimate_tokens
+from laneway.policy.quota import request_tokens
 from laneway.providers.base import ChatResult
 from laneway.state.base import SourceStore
 
@@ -156,7 +156,7 @@ class Engine:
                 lane,
                 self.deadline(lane, deadline),
                 attempt,
-                request_tokens=estimate_tokens(request),
+                request_tokens=request_tokens(request),
             )
         r = done.result
         usage = chat_usage_or_estimate(

@@ -11,9 +11,9 @@ usage and telemetry behave identically (``Engine.ocr``).
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.messages import ContentPart
 from laneway.core.types import ChatRequest
 
 DEFAULT_PROMPT = (
@@ -42,7 +42,7 @@ def ocr_request(prompt: str, document: bytes, mime_type: str | None) -> ChatRequ
         raise RequestInvalid("document", "is empty")
     kind = document_type(document, mime_type)
     url = f"data:{kind};base64,{base64.b64encode(document).decode()}"
-    part: dict[str, Any]
+    part: ContentPart
     if kind == PDF:
         part = {"type": "file", "file": {"filename": "page.pdf", "file_data": url}}
     else:

@@ -42,13 +42,14 @@ from typing import TYPE_CHECKING, Any
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
 from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
+from laneway.core.messages import ChatMessage
 from laneway.core.records import CallMeta
 from laneway.core.transport import HttpStream
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
 from laneway.core.usage import sum_usage
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import estimate_tokens, used_tokens
+from laneway.policy.quota import request_tokens, used_tokens
 
 if TYPE_CHECKING:
     from laneway.engine.admission import Admitted
@@ -312,7 +313,7 @@ class LaneStream:
                 lane,
                 self._deadline,
                 lambda source: self._attempt(source, continuation),
-                request_tokens=estimate_tokens(sized),
+                request_tokens=request_tokens(sized),
                 hold=True,
             )
         except CallFailed as exc:
@@ -332,7 +333,7 @@ class LaneStream:
 
     def _prefilled(self) -> ChatRequest:
         """The caller's request with the answer sent so far as an assistant prefill."""
-        prefill = {"role": "assistant", "content": self.content}
+        prefill: ChatMessage = {"role": "assistant", "content": self.content}
         return ChatRequest([*self._request.messages, prefill], self._request.params)
 
     async def _attempt(self, source: Source, continuation: bool) -> _Opened:

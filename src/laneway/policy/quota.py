@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from laneway.core.messages import estimate_tokens, message_texts
 from laneway.core.types import ChatRequest, EmbedRequest, Usage
 
-CHARS_PER_TOKEN = 4
 HELD_PAST_WINDOW = 1.0
 """Seconds a reservation is kept beyond the upstream's ``window``.
 
@@ -62,19 +61,19 @@ class QuotaLimits:
         return min(max(wanted, 1), self.tpm)
 
 
-def estimate_tokens(request: ChatRequest | EmbedRequest) -> int:
-    """A request's size in tokens, roughly (4 characters a token), plus its ``max_tokens``.
+def request_tokens(request: ChatRequest | EmbedRequest) -> int:
+    """A request's size in tokens, roughly (``estimate_tokens``), plus its ``max_tokens``.
 
-    Only sizes a reservation: settlement replaces it with the real usage.
+    Token arrays count as their length. Only sizes a reservation: settlement
+    replaces it with the real usage.
     """
     if isinstance(request, EmbedRequest):
-        chars = sum(len(item) for item in request.inputs if isinstance(item, str))
+        texts = [item for item in request.inputs if isinstance(item, str)]
         tokens = sum(len(item) for item in request.inputs if not isinstance(item, str))
-        return math.ceil(chars / CHARS_PER_TOKEN) + tokens
-    chars = sum(_content_chars(m.get("content")) for m in request.messages)
+        return estimate_tokens(*texts) + tokens
     limit = request.params.get("max_completion_tokens") or request.params.get("max_tokens")
     completion = limit if isinstance(limit, int) else 0
-    return math.ceil(chars / CHARS_PER_TOKEN) + completion
+    return estimate_tokens(*message_texts(request.messages)) + completion
 
 
 def used_tokens(usage: Usage) -> int | None:
@@ -84,11 +83,3 @@ def used_tokens(usage: Usage) -> int | None:
     if usage.prompt_tokens is None and usage.completion_tokens is None:
         return None
     return (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
-
-
-def _content_chars(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):
-        return sum(len(part.get("text") or "") for part in content if isinstance(part, dict))
-    return 0

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from laneway.core.errors import Inexpressible, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.types import ChatRequest
 from laneway.providers.openai_parts import (
     TRANSLATED,
@@ -163,7 +164,7 @@ def _tool_choice(choice: ToolChoice | None, single: bool) -> dict[str, Any] | No
 
 
 def conversation(
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[ChatMessage],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``system`` blocks and the user/assistant turns (same-role neighbours merged)."""
     system: list[dict[str, Any]] = []
@@ -185,7 +186,7 @@ def conversation(
     return system, turns
 
 
-def _turn_blocks(role: object, message: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+def _turn_blocks(role: str, message: ChatMessage, where: str) -> list[dict[str, Any]]:
     if role == "user":
         return [_block(part) for part in content_parts(message.get("content"), where)]
     if role == "assistant":

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import Inexpressible, RequestInvalid
+from laneway.core.messages import ChatMessage
 from laneway.core.types import ChatRequest
 from laneway.providers.gemini_schema import gemini_schema
 from laneway.providers.openai_parts import (
@@ -126,7 +127,7 @@ def _calling(choice: ToolChoice) -> dict[str, Any]:
 
 
 def conversation(
-    messages: Sequence[Mapping[str, Any]],
+    messages: Sequence[ChatMessage],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``systemInstruction`` parts and the ``contents`` (same-role neighbours merged)."""
     system: list[dict[str, Any]] = []
@@ -146,7 +147,7 @@ def conversation(
 
 
 def _parts(
-    role: object, message: Mapping[str, Any], where: str, names: dict[str, str]
+    role: str, message: ChatMessage, where: str, names: dict[str, str]
 ) -> list[dict[str, Any]]:
     if role == "user":
         return [_part(part, where) for part in content_parts(message.get("content"), where)]

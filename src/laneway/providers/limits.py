@@ -8,10 +8,11 @@ adapters do.
 
 from __future__ import annotations
 
+from laneway.core.messages import ChatMessage, ContentPart
 from laneway.core.types import ChatRequest
 from laneway.providers.base import Provider
 
-_HI = [{"role": "user", "content": "hi"}]
+_HI: list[ChatMessage] = [{"role": "user", "content": "hi"}]
 _TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 _MAP = {
     "type": "object",
@@ -19,7 +20,7 @@ _MAP = {
 }
 
 
-def _user(part: dict[str, object]) -> list[dict[str, object]]:
+def _user(part: ContentPart) -> list[ChatMessage]:
     return [{"role": "user", "content": [part]}]
 
 

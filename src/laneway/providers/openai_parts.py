@@ -17,6 +17,7 @@ from typing import Any, Literal
 import orjson
 
 from laneway.core.errors import Inexpressible, RequestInvalid
+from laneway.core.messages import ChatMessage
 
 NAMESPACES = frozenset({"anthropic", "gemini"})
 """Request keys holding provider-specific fields, forwarded only to that provider's sources."""
@@ -261,7 +262,7 @@ def reasoning_budget(effort: object) -> int | None:
     return REASONING_BUDGETS[str(effort)]
 
 
-def tool_calls_of(message: Mapping[str, Any], where: str) -> list[ToolCall]:
+def tool_calls_of(message: ChatMessage, where: str) -> list[ToolCall]:
     """An assistant message's ``tool_calls``, arguments parsed into objects."""
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
@@ -295,7 +296,7 @@ def _arguments(text: object, where: str) -> dict[str, Any]:
     return value
 
 
-def tool_result_id(message: Mapping[str, Any], where: str) -> str:
+def tool_result_id(message: ChatMessage, where: str) -> str:
     """A ``tool`` message's ``tool_call_id``."""
     call_id = message.get("tool_call_id")
     if not isinstance(call_id, str) or not call_id:

@@ -34,7 +34,7 @@ from laneway.accounting.cost import cost_of
 from laneway.config.models import KeyConfig, LanewayConfig
 from laneway.core.errors import LanewayError
 from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
-from laneway.policy.quota import estimate_tokens, used_tokens
+from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
 from laneway.state.keys import KeyAsk, KeyGrant, KeyLedger, KeyRefusal, open_key_ledger
@@ -195,7 +195,7 @@ class KeyLimits:
             if unpriced:
                 self._count(key, "unpriced_lane")
                 raise Refused(403, "unpriced_lane", _unpriced_message(key, lane, unpriced))
-        tokens = 0 if request is None else estimate_tokens(request)
+        tokens = 0 if request is None else request_tokens(request)
         budget = config.budget
         ask = KeyAsk(
             key=key,
@@ -313,10 +313,10 @@ def _budgeted(key: KeyConfig) -> bool:
 def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
     """Prompt tokens estimated from the text, completion tokens from ``max_tokens`` (else 0)."""
     if isinstance(request, EmbedRequest):
-        return Usage(prompt_tokens=estimate_tokens(request), source="estimated")
+        return Usage(prompt_tokens=request_tokens(request), source="estimated")
     limit = request.params.get("max_completion_tokens") or request.params.get("max_tokens")
     completion = limit if isinstance(limit, int) else 0
-    prompt = max(estimate_tokens(request) - completion, 0)
+    prompt = max(request_tokens(request) - completion, 0)
     return Usage(prompt_tokens=prompt, completion_tokens=completion, source="estimated")
 
 

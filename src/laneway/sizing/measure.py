@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from laneway.app import build_engine
 from laneway.config.models import LaneConfig, LanewayConfig, SourceConfig
 from laneway.core.errors import CallFailed
+from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transport
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import Engine
@@ -157,7 +158,7 @@ async def _run(engine: Engine, name: str, lane: LaneConfig) -> tuple[float, str]
         elif lane.kind == "ocr":
             await engine.ocr(name, SAMPLE_PNG, mime_type="image/png")
         else:
-            messages = [{"role": "user", "content": MEASURE_TEXT}]
+            messages: list[ChatMessage] = [{"role": "user", "content": MEASURE_TEXT}]
             await engine.chat(name, ChatRequest(messages, {}))
     except CallFailed as exc:
         return time.monotonic() - started, exc.code
