@@ -1,1 +1,1 @@
-"""CLI layer: ``laneway serve | sim | check``; the composition root of the process."""
+"""CLI layer: the ``laneway`` subcommands; each builds what it runs through ``laneway.app``."""
