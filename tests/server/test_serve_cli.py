@@ -91,11 +91,15 @@ def test_demo_answers_and_stops_on_sigterm(tmp_path, capsys) -> None:
         (folder,) = tmp_path.glob("laneway-demo-*")
         lanes = recorded_lanes(folder / "laneway.sqlite3", 3)
         assert spend.main(["--config", str(folder / "laneway.yaml")]) == 0
+        with urllib.request.urlopen(f"{url}/status", timeout=10) as response:
+            page = response.read().decode()
+        assert all(f"data-lane='{lane}'" in page for lane in ("demo-chat", "demo-embed"))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == -signal.SIGTERM
     for lane in ("demo-chat", "demo-slow", "demo-flaky", "demo-embed", "demo-ocr"):
         assert lane in banner
     assert "curl -s" in banner
+    assert f"status page: {url}/status (open)" in banner
     assert f"laneway spend --config {folder / 'laneway.yaml'}" in banner
     assert lanes == ["demo-chat", "demo-embed", "demo-ocr"]
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]

@@ -358,6 +358,8 @@ def banner(
     lines.append(f"telemetry: {describe_telemetry(config.telemetry.url, base_dir)}")
     scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
     lines.append(f"metrics: {url}/metrics ({scrape})")
+    browser = "open" if keys.open else "the same keys; a browser asks for one as the password"
+    lines.append(f"status page: {url}/status ({browser})")
     lines.append(describe_limits(connection_limits(config.server), workers))
     tracing = describe_tracing(os.environ)
     if tracing is not None:
