@@ -40,6 +40,10 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
         },
         "side": {"retries": 0, "sources": [source(sim, unique_spec("status=503"), name="down")]},
         "keyless": {"sources": [source(sim, unique_spec(""), api_key="${STATUS_TEST_UNSET}")]},
+        "covered": {
+            "fallback_lanes": ["main"],
+            "sources": [source(sim, unique_spec(""), api_key="${STATUS_TEST_UNSET}")],
+        },
     }
     with serve_status(config(lanes, keys=KEYS)) as running:
         yield running
@@ -88,8 +92,11 @@ async def test_the_data_has_every_lane_and_source_worst_first(gw, http) -> None:
         assert await chat(http, gw, "main", headers={"Authorization": "Bearer k-all"}) == 200
         await chat(http, gw, "side", headers={"Authorization": "Bearer k-all"})
     data = await status_json(http, gw, OPS)
-    assert [lane["verdict"] for lane in data["lanes"]] == ["down", "down", "ok"]
+    assert [lane["verdict"] for lane in data["lanes"]] == ["down", "down", "warn", "ok"]
     assert {lane["name"] for lane in data["lanes"][:2]} == {"side", "keyless"}
+    covered = lane_of(data, "covered")
+    assert covered["serves_via"] == "main" and covered["fallback_lanes"] == ["main"]
+    assert covered["reasons"][0].endswith("its calls go to fallback lane main")
     keyless = lane_of(data, "keyless")
     assert not keyless["ready"] and "STATUS_TEST_UNSET is unset" in keyless["reasons"][0]
     main = lane_of(data, "main")

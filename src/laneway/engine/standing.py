@@ -9,7 +9,7 @@ Retry-After marks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from laneway.core.clock import TimeSource
@@ -74,13 +74,20 @@ class SourceStanding:
 
 @dataclass(frozen=True, slots=True)
 class LaneStanding:
-    """One lane now: its readiness, its panic flag and each source's standing."""
+    """One lane now: its readiness, its panic flag and each source's standing.
+
+    ``fallbacks`` are the lanes its failures fall back to, in order;
+    ``serves_via`` the lane answering its calls (itself when ready, else the
+    first ready lane of its fallbacks, ``None`` when none is).
+    """
 
     name: str
     kind: str
     problems: tuple[str, ...]
     panicking: bool
     sources: tuple[SourceStanding, ...]
+    fallbacks: tuple[str, ...] = ()
+    serves_via: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -89,13 +96,24 @@ class LaneStanding:
 
 
 async def stand(
-    lanes: dict[str, Lane], store: SourceStore, clock: TimeSource
+    lanes: dict[str, Lane],
+    store: SourceStore,
+    clock: TimeSource,
+    chain: Callable[[str], list[str]] | None = None,
 ) -> list[LaneStanding]:
-    """Every lane's standing, in config order."""
-    return [await _lane(lane, store, clock) for lane in lanes.values()]
+    """Every lane's standing, in config order; ``chain`` gives a lane's fallback chain
+    (``LanewayConfig.fallback_chain``: the lane, then its fallback lanes)."""
+    standings = []
+    for lane in lanes.values():
+        walk = chain(lane.name) if chain is not None else [lane.name]
+        via = next((name for name in walk if not lanes[name].problems), None)
+        standings.append(await _lane(lane, store, clock, tuple(walk[1:]), via))
+    return standings
 
 
-async def _lane(lane: Lane, store: SourceStore, clock: TimeSource) -> LaneStanding:
+async def _lane(
+    lane: Lane, store: SourceStore, clock: TimeSource, fallbacks: tuple[str, ...], via: str | None
+) -> LaneStanding:
     quotas = {s.quota_key: s.quota.held_for for s in lane.sources if s.quota is not None}
     peek = await store.peek(lane.scope, lane.source_keys, list(quotas.items()))
     now = clock.now()
@@ -103,7 +121,9 @@ async def _lane(lane: Lane, store: SourceStore, clock: TimeSource) -> LaneStandi
         _source(lane, source, peek.records.get(source.key, EMPTY_RECORD), peek.quotas, now)
         for source in lane.sources
     )
-    return LaneStanding(lane.name, lane.kind, tuple(lane.problems), lane.memory.panicking, sources)
+    return LaneStanding(
+        lane.name, lane.kind, tuple(lane.problems), lane.memory.panicking, sources, fallbacks, via
+    )
 
 
 def _source(

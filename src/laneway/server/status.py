@@ -55,7 +55,8 @@ class StatusPage:
     async def data(self) -> dict[str, Any]:
         """Everything the page shows (the ``/status.json`` body)."""
         engine = self.engine
-        standings = await stand(engine.lanes, engine.loop.admission.store, engine.clock)
+        store = engine.loop.admission.store
+        standings = await stand(engine.lanes, store, engine.clock, engine.config.fallback_chain)
         shared_state = engine.config.state.url is not None
         worker = {
             "pid": os.getpid(),

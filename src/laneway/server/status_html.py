@@ -137,8 +137,11 @@ def _lane(lane: dict[str, Any]) -> str:
     opened = sum(s["breaker"] != "closed" for s in lane["sources"])
     count = len(lane["sources"])
     breakers = f"<span class=open>{opened} not closed</span>" if opened else "all closed"
+    fallbacks = ", ".join(lane["fallback_lanes"])
+    falls_back = f" · falls back to {escape(fallbacks)}" if fallbacks else ""
     cells = [
-        f"{escape(lane['name'])}<small>{escape(lane['kind'])} lane · {count} source(s)</small>",
+        f"{escape(lane['name'])}<small>{escape(lane['kind'])} lane · {count} source(s)"
+        f"{falls_back}</small>",
         _state(verdict, lane["reasons"]),
         f"{ready}/{count} ready",
         breakers,

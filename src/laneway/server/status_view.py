@@ -99,6 +99,8 @@ def _lane(standing: LaneStanding, history: History, last: int) -> dict[str, Any]
         "ready": standing.ready,
         "problems": list(standing.problems),
         "panicking": standing.panicking,
+        "fallback_lanes": list(standing.fallbacks),
+        "serves_via": standing.serves_via,
         "verdict": verdict,
         "reasons": reasons,
         **data,
@@ -185,7 +187,10 @@ def _lane_verdict(
 ) -> tuple[str, list[str]]:
     """``down`` when no call can succeed (or most just failed); ``warn`` when a part ails."""
     if not standing.ready:
-        return "down", ["not ready: " + "; ".join(standing.problems)]
+        reason = "not ready: " + "; ".join(standing.problems)
+        if standing.serves_via is None:
+            return "down", [reason]
+        return "warn", [f"{reason}; its calls go to fallback lane {standing.serves_via}"]
     runnable = [s for s in sources if s["ready"]]
     if standing.panicking or all(s["verdict"] == "down" for s in runnable):
         return "down", ["every source is down: calls go to the least recently failed (panic)"]
