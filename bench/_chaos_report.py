@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from _report import provenance
-from laneway.chaos.report import HEADER, cells, target_lines, verdict
-from laneway.chaos.runner import Outcome
+from laneway.chaos.report import HEADER, cells, scenario_verdict, target_lines
+from laneway.chaos.runner import ScenarioOutcome
 
 COMMAND = ".venv/bin/python bench/chaos_litellm.py"
 
@@ -45,7 +45,9 @@ pick.
 """
 
 
-def render(ours: list[dict[str, Any]], litellm: dict[str, list[Outcome]], scale: float) -> str:
+def render(
+    ours: list[dict[str, Any]], litellm: dict[str, list[ScenarioOutcome]], scale: float
+) -> str:
     """The whole section."""
     lines = [
         "## Chaos scenarios: laneway vs LiteLLM Router",
@@ -74,12 +76,12 @@ def render(ours: list[dict[str, Any]], litellm: dict[str, list[Outcome]], scale:
     return "\n".join(lines) + "\n"
 
 
-def _summary(ours: list[dict[str, Any]], litellm: dict[str, list[Outcome]]) -> list[str]:
+def _summary(ours: list[dict[str, Any]], litellm: dict[str, list[ScenarioOutcome]]) -> list[str]:
     """One line per client: the scenarios whose targets were all met."""
     met = [e["number"] for e in ours if e["cells"][-1] == "met"]
     lines = [f"Scenarios with every target met: laneway {_listed(met, len(ours))}"]
     for strategy, outcomes in litellm.items():
-        theirs = [o.scenario.number for o in outcomes if verdict(o) == "met"]
+        theirs = [o.scenario.number for o in outcomes if scenario_verdict(o) == "met"]
         lines.append(f"; LiteLLM {strategy} {_listed(theirs, len(outcomes))}")
     return ["".join(lines) + "."]
 

@@ -32,8 +32,8 @@ from _chaos_report import render
 from _procs import LOOPBACK, free_port, spawn, wait_ready
 from _report import publish
 from laneway.chaos import upstream
-from laneway.chaos.metrics import CallRecord
-from laneway.chaos.runner import DEFAULT_STATE_URL, Outcome, outcome
+from laneway.chaos.metrics import SeenCall
+from laneway.chaos.runner import DEFAULT_STATE_URL, ScenarioOutcome, outcome
 from laneway.chaos.scenarios import Scenario, build
 from laneway.clocks import SystemClock
 from laneway.state import RedisStore
@@ -128,7 +128,7 @@ async def run(sim_url: str, python: str, scale: float, workdir: Path) -> str:
         print(f"deleted {deleted} Redis key(s) left by LiteLLM", flush=True)
     async with aiohttp.ClientSession() as session:
         log = await upstream.hits(session, sim_url)
-    litellm: dict[str, list[Outcome]] = {}
+    litellm: dict[str, list[ScenarioOutcome]] = {}
     for strategy, calls in zip(STRATEGIES, theirs, strict=True):
         litellm[strategy] = [
             outcome(s, _records(calls.get(s.key)), log, []) for s in plans[strategy]
@@ -136,8 +136,8 @@ async def run(sim_url: str, python: str, scale: float, workdir: Path) -> str:
     return render(ours_report, litellm, scale)
 
 
-def _records(raw: list[dict[str, Any]] | None) -> list[CallRecord] | None:
-    return None if raw is None else [CallRecord.from_json(r) for r in raw]
+def _records(raw: list[dict[str, Any]] | None) -> list[SeenCall] | None:
+    return None if raw is None else [SeenCall.from_json(r) for r in raw]
 
 
 def main() -> int:

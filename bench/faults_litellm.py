@@ -34,7 +34,7 @@ import litellm_env
 from _faults_report import render
 from _procs import LOOPBACK, free_port, spawn, wait_ready
 from _report import publish
-from laneway.chaos.asking import Answer, ask
+from laneway.chaos.asking import StreamedAnswer, ask
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.fault_run import row_runner, run_rows
 from laneway.chaos.faults import POLICY
@@ -122,7 +122,7 @@ async def litellm_half(
         return await run_rows(FAULTS, row, scale, lambda line: print(f"litellm {line}", flush=True))
 
 
-def _whose(scenario: FaultScenario, answer: Answer) -> Answer:
+def _whose(scenario: FaultScenario, answer: StreamedAnswer) -> StreamedAnswer:
     """LiteLLM names a chunk's ``model`` after the model group that answered, not the upstream."""
     groups = {scenario.key: PRIMARY, f"{scenario.key}-fallback": FALLBACK}
     return dataclasses.replace(answer, models=tuple(groups.get(m, m) for m in answer.models))

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from laneway.chaos.asking import Answer
+from laneway.chaos.asking import StreamedAnswer
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.fault_run import time_budget
-from laneway.chaos.faults import FULL_ANSWER, Hits, judge
+from laneway.chaos.faults import FULL_ANSWER, Hits, judge_fault
 from laneway.sim import FAULTS, fault_scenario
 from laneway.sim.scenarios import FALLBACK, PRIMARY
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 60, "total_tokens": 67}
 
 
-def complete(*whose: str, elapsed: float = 0.1, start: float = 0.0) -> Answer:
-    return Answer(start, elapsed, 200, FULL_ANSWER, whose, USAGE, done=True)
+def complete(*whose: str, elapsed: float = 0.1, start: float = 0.0) -> StreamedAnswer:
+    return StreamedAnswer(start, elapsed, 200, FULL_ANSWER, whose, USAGE, done=True)
 
 
-def missed(key: str, answers: list[Answer], hits: Hits) -> list[str]:
-    return [c.goal for c in judge(fault_scenario(key), answers, hits) if not c.met]
+def missed(key: str, answers: list[StreamedAnswer], hits: Hits) -> list[str]:
+    return [c.goal for c in judge_fault(fault_scenario(key), answers, hits) if not c.met]
 
 
 def test_the_expected_answer_meets_every_check() -> None:
@@ -41,7 +41,7 @@ def test_an_answer_without_done_or_usage_is_not_complete() -> None:
 
 
 def test_the_content_filter_row_wants_the_400_itself() -> None:
-    refusal = Answer(0.0, 0.1, 400, error="content_filter")
+    refusal = StreamedAnswer(0.0, 0.1, 400, error="content_filter")
     assert missed("content_filter", [refusal], Hits(1, 0)) == []
     assert missed("content_filter", [complete(FALLBACK)], Hits(1, 1)) != []
 

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from laneway import Laneway
-from laneway.chaos.upstream import hits, replay
+from laneway.chaos.upstream import hits, replay_hits
 from laneway.cli.main import main
 from laneway.errors import CallFailed
 from laneway.sim import RunningSim
@@ -74,7 +74,7 @@ async def test_replayed_statuses_match_what_laneway_saw(sim: RunningSim, spec, e
                 seen += [a.status for a in exc.attempts]
     async with aiohttp.ClientSession() as client:
         log = await hits(client, sim.base_url)
-    assert [h.status for h in replay(log, [spec])] == seen == expected
+    assert [h.status for h in replay_hits(log, [spec])] == seen == expected
 
 
 def test_replicas_without_redis_are_reported_not_run(sim: RunningSim, capsys) -> None:

@@ -14,7 +14,7 @@ from laneway.metrics.history import (
     LATENCY_RATIO,
     SLOTS_PER_MINUTE,
     History,
-    percentile,
+    binned_quantile,
 )
 
 T0 = 1_800_000_000.0
@@ -74,7 +74,7 @@ def test_a_call_counts_for_its_lane_and_each_source_it_tried() -> None:
     assert (a.completion_tokens, a.cost, sum(a.ttft.values())) == (0, 0.0, 0)
     b = history.span("l", "b", SLOT, SLOT)
     assert (b.requests, b.errors, b.completion_tokens, b.cost) == (1, 0, 20, 0.01)
-    assert percentile(b.ttft, 0.5) == pytest.approx(0.2, rel=LATENCY_RATIO - 1)
+    assert binned_quantile(b.ttft, 0.5) == pytest.approx(0.2, rel=LATENCY_RATIO - 1)
 
 
 def test_percentiles_are_within_one_bin() -> None:
@@ -82,9 +82,9 @@ def test_percentiles_are_within_one_bin() -> None:
     for n in range(1, 101):
         history.observe(record(latency=n / 100, attempts=()), None)
     lane = history.span("l", LANE, SLOT, SLOT)
-    assert percentile(lane.latency, 0.5) == pytest.approx(0.5, rel=LATENCY_RATIO - 1)
-    assert percentile(lane.latency, 0.99) == pytest.approx(0.99, rel=LATENCY_RATIO - 1)
-    assert percentile({}, 0.5) is None
+    assert binned_quantile(lane.latency, 0.5) == pytest.approx(0.5, rel=LATENCY_RATIO - 1)
+    assert binned_quantile(lane.latency, 0.99) == pytest.approx(0.99, rel=LATENCY_RATIO - 1)
+    assert binned_quantile({}, 0.5) is None
 
 
 def test_spans_and_points_cover_the_slots_asked_for() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import aiohttp
 import pytest
 
-from laneway.chaos.asking import Answer
+from laneway.chaos.asking import StreamedAnswer
 from laneway.chaos.fault_run import row_runner
 from laneway.chaos.faults import FULL_ANSWER, Hits, lane_body
 from laneway.policy.health import HealthPolicy
@@ -56,7 +56,7 @@ def refused_port() -> Iterator[int]:
 
 async def run_row(
     sim: RunningSim, key: str, refused_port: int, scale: float = SCALE
-) -> tuple[list[Answer], Hits]:
+) -> tuple[list[StreamedAnswer], Hits]:
     """Serve the row's lane, make its calls, count the upstreams' requests; judge agrees."""
     scenario = fault_scenario(key)
     specs = scenario.specs(scale, f"e2e{next(_runs)}")
@@ -73,7 +73,7 @@ async def run_row(
     return result.answers, result.hits
 
 
-def whole(answer: Answer, *whose: str) -> bool:
+def whole(answer: StreamedAnswer, *whose: str) -> bool:
     """The complete answer, closed by [DONE], from ``whose`` words in that order."""
     return (
         answer.status == 200

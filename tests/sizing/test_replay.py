@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from laneway.config.models import LaneConfig
-from laneway.sizing.candidates import Goal, Settings, candidates, nice_ceiling, recommend, score
+from laneway.sizing.candidates import (
+    CandidateSettings,
+    Goal,
+    candidates,
+    nice_ceiling,
+    recommend,
+    score,
+)
 from laneway.sizing.replay import replay
 from laneway.sizing.samples import (
     Distribution,
@@ -133,7 +140,7 @@ def test_nothing_fits_a_caller_faster_than_the_upstream() -> None:
 
 def test_settings_apply_only_their_fields() -> None:
     config = lane(deadline="9s", retries=1, retry_on=[503])
-    applied = Settings("x", 2.0, 3, 7.0, 1.5).apply(config)
+    applied = CandidateSettings("x", 2.0, 3, 7.0, 1.5).apply(config)
     assert (applied.attempt_timeout, applied.retries, applied.deadline) == (2.0, 3, 7.0)
     assert applied.first_byte_timeout == 1.5
     assert applied.retry_on == config.retry_on

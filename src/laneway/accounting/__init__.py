@@ -19,7 +19,7 @@ from laneway.core.messages import estimate_tokens
 
 if TYPE_CHECKING:
     from laneway.accounting.cost import Cost, CostStatus, cost_of
-    from laneway.accounting.pricer import LaneSpec, Pricer, SourceSpec
+    from laneway.accounting.pricer import LaneSpec, PricedSource, Pricer
     from laneway.accounting.rates import Rate, Tiered
 
 _LAZY = {
@@ -28,7 +28,7 @@ _LAZY = {
     "cost_of": "laneway.accounting.cost",
     "LaneSpec": "laneway.accounting.pricer",
     "Pricer": "laneway.accounting.pricer",
-    "SourceSpec": "laneway.accounting.pricer",
+    "PricedSource": "laneway.accounting.pricer",
     "Rate": "laneway.accounting.rates",
     "Tiered": "laneway.accounting.rates",
 }
@@ -37,9 +37,9 @@ __all__ = [
     "Cost",
     "CostStatus",
     "LaneSpec",
+    "PricedSource",
     "Pricer",
     "Rate",
-    "SourceSpec",
     "Tiered",
     "chat_usage_or_estimate",
     "cost_of",

@@ -44,7 +44,7 @@ class PriceSpec(Protocol):
     def cache_write_input(self) -> float | None: ...
 
 
-class SourceSpec(Protocol):
+class PricedSource(Protocol):
     """A lane's source as far as pricing cares (``SourceConfig`` has this shape)."""
 
     @property
@@ -61,7 +61,7 @@ class LaneSpec(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def sources(self) -> Sequence[SourceSpec]: ...
+    def sources(self) -> Sequence[PricedSource]: ...
     def source_names(self) -> list[str]: ...
 
 
@@ -167,7 +167,7 @@ class Pricer:
         return cost_of(usage, self.rate(lane, source, when), kind)
 
 
-def own_price(source: SourceSpec) -> FixedPrice | None:
+def own_price(source: PricedSource) -> FixedPrice | None:
     """The source's own ``price:`` block; ``None`` when it has none."""
     own = source.price
     if own is None:

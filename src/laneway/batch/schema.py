@@ -45,7 +45,7 @@ def schema_model(schema: Any, name: str) -> type[BaseModel]:
         def _matches(self) -> SchemaAnswer:
             errors = sorted(validator.iter_errors(self.root), key=lambda e: list(e.absolute_path))
             if errors:
-                raise ValueError("; ".join(describe(error) for error in errors))
+                raise ValueError("; ".join(describe_violation(error) for error in errors))
             return self
 
         @classmethod
@@ -57,7 +57,7 @@ def schema_model(schema: Any, name: str) -> type[BaseModel]:
     return SchemaAnswer
 
 
-def describe(error: Any) -> str:
+def describe_violation(error: Any) -> str:
     """``path: message`` of one violation (``(root)`` for the whole answer)."""
     path = ".".join(str(part) for part in error.absolute_path) or "(root)"
     return f"{path}: {error.message}"

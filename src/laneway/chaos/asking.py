@@ -24,7 +24,7 @@ DONE = b"[DONE]"
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class StreamedAnswer:
     """One streamed call: ``start`` is seconds from the series' start, ``elapsed`` its length."""
 
     start: float
@@ -90,7 +90,7 @@ def request_body(model: str) -> dict[str, Any]:
 
 async def ask(
     session: aiohttp.ClientSession, url: str, model: str, timeout: float, origin: float
-) -> Answer:
+) -> StreamedAnswer:
     """POST one streamed call to ``url``; ``origin`` is the series' start (monotonic).
 
     The caller gives up after ``timeout`` seconds (error ``client_timeout``).
@@ -105,7 +105,7 @@ async def ask(
         reading.error = "client_timeout"
     except aiohttp.ClientError as exc:
         reading.error = type(exc).__name__
-    return Answer(
+    return StreamedAnswer(
         start=started - origin,
         elapsed=time.monotonic() - started,
         status=status,
@@ -138,11 +138,11 @@ async def ask_series(
     model: str,
     starts: Sequence[float],
     timeout: float,
-) -> list[Answer]:
+) -> list[StreamedAnswer]:
     """Start a call at each of ``starts`` (seconds from now) whatever earlier calls do."""
     origin = time.monotonic()
 
-    async def one(at: float) -> Answer:
+    async def one(at: float) -> StreamedAnswer:
         await asyncio.sleep(max(0.0, origin + at - time.monotonic()))
         return await ask(session, url, model, timeout, origin)
 

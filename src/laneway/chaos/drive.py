@@ -12,7 +12,7 @@ import aiohttp
 
 from laneway.chaos.lanes import lane_config
 from laneway.chaos.load import offer
-from laneway.chaos.metrics import CallRecord
+from laneway.chaos.metrics import SeenCall
 from laneway.chaos.scenarios import Scenario
 from laneway.chaos.upstream import clock_offset
 from laneway.client.laneway import Laneway
@@ -26,7 +26,7 @@ MESSAGES = [{"role": "user", "content": "chaos scenario: say hello"}]
 class ReplicaRun:
     """One replica's calls, and how often its shared state was unreachable."""
 
-    calls: list[CallRecord]
+    calls: list[SeenCall]
     outages: int = 0
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from laneway.chaos.asking import Answer
-from laneway.chaos.faults import EXPECTED, Check, Hits, describe
+from laneway.chaos.asking import StreamedAnswer
+from laneway.chaos.faults import EXPECTED, Check, Hits, describe_answer
 from laneway.sim.scenarios import PRIMARY, FaultScenario, fault_scenario
 
 HEADER = ("fault on the primary", "caller got", "requests primary/fallback", "time", "verdict")
@@ -23,7 +23,7 @@ class RowResult:
     """A scenario's calls as the caller saw them, the upstreams' counts, and the checks."""
 
     scenario: FaultScenario
-    answers: list[Answer]
+    answers: list[StreamedAnswer]
     hits: Hits
     checks: list[Check]
 
@@ -35,7 +35,7 @@ class RowResult:
     def outcome(self) -> str:
         """What the caller got, in a few words."""
         if len(self.answers) == 1:
-            return describe(self.answers[0])
+            return describe_answer(self.answers[0])
         answered = sum(a.status == 200 and a.done for a in self.answers)
         by_primary = sum(a.models == (PRIMARY,) for a in self.answers)
         return f"{answered} of {len(self.answers)} answered, {by_primary} by the primary"
@@ -66,7 +66,7 @@ class RowResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RowResult:
         """Read back a row ``as_json`` wrote (in another process)."""
-        answers = [Answer(**{**a, "models": tuple(a["models"])}) for a in data["answers"]]
+        answers = [StreamedAnswer(**{**a, "models": tuple(a["models"])}) for a in data["answers"]]
         checks = [Check(**c) for c in data["checks"]]
         return cls(fault_scenario(data["scenario"]), answers, Hits(**data["hits"]), checks)
 
@@ -83,7 +83,7 @@ class RowResult:
         }
 
 
-def text_table(rows: Sequence[RowResult]) -> str:
+def fault_table(rows: Sequence[RowResult]) -> str:
     """The rows as an aligned table, then what each row's caller must get and what missed."""
     lines = _aligned([list(HEADER), *(row.cells() for row in rows)])
     lines += ["", "what the caller must get:"]

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import aiohttp
 
-from laneway.chaos.asking import Answer
+from laneway.chaos.asking import StreamedAnswer
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.faults import (
     CLIENT_GRACE,
@@ -25,7 +25,7 @@ from laneway.chaos.faults import (
     POLICY,
     call_scenario,
     count_hits,
-    judge,
+    judge_fault,
 )
 from laneway.sim.scenarios import FaultScenario, Specs
 
@@ -35,7 +35,7 @@ STARTUP_GRACE = 10.0
 
 Report = Callable[[str], None]
 Row = Callable[[FaultScenario], Awaitable[RowResult]]
-Rename = Callable[[FaultScenario, Answer], Answer]
+Rename = Callable[[FaultScenario, StreamedAnswer], StreamedAnswer]
 
 
 def time_budget(scenarios: Sequence[FaultScenario], scale: float) -> float:
@@ -67,7 +67,9 @@ def row_runner(
         if rename is not None:
             answers = [rename(scenario, answer) for answer in answers]
         hits = await count_hits(session, sim_url, specs[scenario.key])
-        return RowResult(scenario, answers, hits, judge(scenario, answers, hits, scale, slack))
+        return RowResult(
+            scenario, answers, hits, judge_fault(scenario, answers, hits, scale, slack)
+        )
 
     return row
 

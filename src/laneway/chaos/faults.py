@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from laneway.chaos.asking import Answer, ask_series
+from laneway.chaos.asking import StreamedAnswer, ask_series
 from laneway.chaos.scenarios import RETRY_ON
 from laneway.sim.scenarios import (
     ANSWER_WORDS,
@@ -34,7 +34,7 @@ FULL_ANSWER = " ".join(["sim", "answer", *(f"w{n}" for n in range(2, ANSWER_WORD
 
 
 @dataclass(frozen=True, slots=True)
-class Policy:
+class FaultPolicy:
     """The lane of every row, in terms LiteLLM can be configured with too (seconds)."""
 
     deadline: float = 100.0
@@ -50,7 +50,7 @@ class Policy:
     breaker_cooldown: float = 10.0
 
 
-POLICY = Policy()
+POLICY = FaultPolicy()
 
 DEFAULT_SLACK = 0.5
 """Seconds added to a row's time bound: a loaded machine's noise, not the fault's."""
@@ -248,9 +248,9 @@ class Hits:
     fallback: int
 
 
-def judge(
+def judge_fault(
     scenario: FaultScenario,
-    answers: Sequence[Answer],
+    answers: Sequence[StreamedAnswer],
     hits: Hits,
     scale: float = 1.0,
     slack: float = DEFAULT_SLACK,
@@ -264,7 +264,7 @@ def judge(
     return checks
 
 
-def describe(answer: Answer) -> str:
+def describe_answer(answer: StreamedAnswer) -> str:
     """How one call ended, in a few words: whose answer, complete or not, or the error."""
     if answer.status == 0:
         return f"no answer ({answer.error})"
@@ -279,7 +279,7 @@ def describe(answer: Answer) -> str:
     return f"{whose} answer, incomplete ({words} of {ANSWER_WORDS} words)"
 
 
-def _complete(expected: Expectation, answer: Answer) -> bool:
+def _complete(expected: Expectation, answer: StreamedAnswer) -> bool:
     if expected.status != 200:
         return answer.status == expected.status and answer.error == expected.error_code
     right_source = (
@@ -297,10 +297,10 @@ def _complete(expected: Expectation, answer: Answer) -> bool:
     )
 
 
-def _answered(expected: Expectation, answers: Sequence[Answer]) -> Check:
+def _answered(expected: Expectation, answers: Sequence[StreamedAnswer]) -> Check:
     good = sum(_complete(expected, a) for a in answers)
     if len(answers) == 1:
-        measured = describe(answers[0]) + ("" if answers[0].usage else ", no usage")
+        measured = describe_answer(answers[0]) + ("" if answers[0].usage else ", no usage")
     else:
         measured = f"{good} of {len(answers)} complete"
     return Check(expected.must_get, measured, bool(answers) and good == len(answers))
@@ -327,7 +327,9 @@ def _bounds(least: int, most: int | None) -> str:
     return f"= {least}" if least == most else f"{least}..{most}"
 
 
-def _timed(expected: Expectation, answers: Sequence[Answer], scale: float, slack: float) -> Check:
+def _timed(
+    expected: Expectation, answers: Sequence[StreamedAnswer], scale: float, slack: float
+) -> Check:
     low, high = expected.within[0] * scale, expected.within[1] * scale
     slowest = max((a.elapsed for a in answers), default=float("nan"))
     fastest = min((a.elapsed for a in answers), default=float("nan"))
@@ -335,7 +337,9 @@ def _timed(expected: Expectation, answers: Sequence[Answer], scale: float, slack
     return Check(goal, f"{slowest:.2f} s", low <= fastest and slowest <= high + slack)
 
 
-def _back_on_primary(expected: Expectation, answers: Sequence[Answer], scale: float) -> Check:
+def _back_on_primary(
+    expected: Expectation, answers: Sequence[StreamedAnswer], scale: float
+) -> Check:
     """Judged on call starts alone: no slack, the bound itself is the "few seconds"."""
     assert expected.back_on_primary is not None
     recovered = expected.outage * scale
@@ -354,7 +358,7 @@ async def call_scenario(
     model: str,
     scenario: FaultScenario,
     scale: float = 1.0,
-) -> list[Answer]:
+) -> list[StreamedAnswer]:
     """Make the scenario's calls (one, or a series ``gap`` apart) to ``chat_url`` as ``model``."""
     starts = [index * scenario.gap * scale for index in range(scenario.calls)]
     timeout = POLICY.deadline * scale + CLIENT_GRACE

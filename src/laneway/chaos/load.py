@@ -11,27 +11,27 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from laneway.chaos.metrics import CallRecord
+from laneway.chaos.metrics import SeenCall
 from laneway.chaos.scenarios import Load
 
 Call = Callable[[], Awaitable[str | None]]
 """One call of the client under test: ``None`` on success, else a label for the error."""
 
 
-async def offer(load: Load, call: Call, offset: float) -> list[CallRecord]:
+async def offer(load: Load, call: Call, offset: float) -> list[SeenCall]:
     """Make the load's calls; record times on the sim's clock (local time + ``offset``)."""
     if load.one_at_a_time:
         return await _in_sequence(load, call, offset)
     return await _open_loop(load, call, offset)
 
 
-async def _timed(call: Call, offset: float) -> CallRecord:
+async def _timed(call: Call, offset: float) -> SeenCall:
     start = time.monotonic()
     error = await call()
-    return CallRecord(start + offset, time.monotonic() + offset, error is None, error)
+    return SeenCall(start + offset, time.monotonic() + offset, error is None, error)
 
 
-async def _open_loop(load: Load, call: Call, offset: float) -> list[CallRecord]:
+async def _open_loop(load: Load, call: Call, offset: float) -> list[SeenCall]:
     began = time.monotonic()
     tasks = []
     async with asyncio.TaskGroup() as group:
@@ -41,7 +41,7 @@ async def _open_loop(load: Load, call: Call, offset: float) -> list[CallRecord]:
     return [task.result() for task in tasks]
 
 
-async def _in_sequence(load: Load, call: Call, offset: float) -> list[CallRecord]:
+async def _in_sequence(load: Load, call: Call, offset: float) -> list[SeenCall]:
     records = []
     for index in range(load.calls):
         if index:

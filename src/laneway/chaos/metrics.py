@@ -21,7 +21,7 @@ OVERRUN_SLACK = 0.05
 
 
 @dataclass(frozen=True, slots=True)
-class CallRecord:
+class SeenCall:
     """One call as the caller saw it: start and end (sim clock), and how it ended."""
 
     start: float
@@ -30,14 +30,14 @@ class CallRecord:
     error: str | None = None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CallRecord:
+    def from_json(cls, data: Mapping[str, Any]) -> SeenCall:
         """Read a record written by another process (``dataclasses.asdict`` form)."""
         error = data.get("error")
         return cls(float(data["start"]), float(data["end"]), bool(data["ok"]), error)
 
 
 @dataclass(frozen=True, slots=True)
-class Metrics:
+class ScenarioTally:
     """What a scenario run measured.
 
     ``worst_overrun`` is how far the slowest call ended past its deadline
@@ -75,14 +75,14 @@ class Metrics:
         return _per(self.hits, self.ok)
 
 
-def measure(
-    calls: Sequence[CallRecord],
+def tally_scenario(
+    calls: Sequence[SeenCall],
     upstream: Sequence[Hit],
     *,
     deadline: float,
     offered_for: float,
     warmup: float = 0.0,
-) -> Metrics:
+) -> ScenarioTally:
     """The figures of one run.
 
     ``offered_for`` is how long calls were offered (successes per minute
@@ -94,13 +94,13 @@ def measure(
     durations = [c.end - c.start for c in ordered]
     late = [h for h in upstream if h.at - start >= warmup]
     served = sum(1 for h in upstream if h.status == 200 and h.at - start < offered_for)
-    return Metrics(
+    return ScenarioTally(
         calls=len(ordered),
         ok=sum(c.ok for c in ordered),
         hits=len(upstream),
         throttled=sum(h.status == 429 for h in upstream),
-        p50=percentile(durations, 50),
-        p99=percentile(durations, 99),
+        p50=interpolated_percentile(durations, 50),
+        p99=interpolated_percentile(durations, 99),
         overruns=sum(d > deadline + OVERRUN_SLACK for d in durations),
         worst_overrun=max([d - deadline for d in durations], default=0.0),
         late_throttled_share=_share(sum(h.status == 429 for h in late), len(late)),
@@ -111,7 +111,7 @@ def measure(
     )
 
 
-def percentile(values: Sequence[float], pct: float) -> float:
+def interpolated_percentile(values: Sequence[float], pct: float) -> float:
     """Linear-interpolated percentile (numpy's default); NaN for no values."""
     if not values:
         return math.nan

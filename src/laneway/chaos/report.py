@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from laneway.chaos.runner import Outcome
+from laneway.chaos.runner import ScenarioOutcome
 from laneway.chaos.targets import Target
 
 HEADER = (
@@ -23,7 +23,7 @@ HEADER = (
 )
 
 
-def cells(outcome: Outcome) -> list[str]:
+def cells(outcome: ScenarioOutcome) -> list[str]:
     """One row of figures: see ``HEADER``."""
     s = outcome.scenario
     name = f"{s.number} {s.key}"
@@ -39,11 +39,11 @@ def cells(outcome: Outcome) -> list[str]:
         _seconds(m.p50),
         _seconds(m.p99),
         f"{m.overruns} (worst +{m.worst_overrun:.2f} s)" if m.overruns else "0",
-        verdict(outcome),
+        scenario_verdict(outcome),
     ]
 
 
-def verdict(outcome: Outcome) -> str:
+def scenario_verdict(outcome: ScenarioOutcome) -> str:
     """``met``, ``NOT met (k of n)`` or ``not run``."""
     if outcome.metrics is None:
         return "not run"
@@ -51,17 +51,17 @@ def verdict(outcome: Outcome) -> str:
     return "met" if not missed else f"NOT met ({missed} of {len(outcome.targets)})"
 
 
-def describe(target: Target) -> str:
+def describe_target(target: Target) -> str:
     """``goal: met (measured)`` (or ``NOT met``): the verdict next to what it judges."""
     return f"{target.goal}: {'met' if target.met else 'NOT met'} ({target.measured})"
 
 
-def target_lines(outcome: Outcome) -> list[str]:
+def target_lines(outcome: ScenarioOutcome) -> list[str]:
     """The scenario's targets, then how its calls failed, then its notes, one per line."""
-    return [describe(t) for t in outcome.targets] + note_lines(outcome)
+    return [describe_target(t) for t in outcome.targets] + note_lines(outcome)
 
 
-def note_lines(outcome: Outcome) -> list[str]:
+def note_lines(outcome: ScenarioOutcome) -> list[str]:
     """How the scenario's calls failed, then its notes, one per line."""
     lines = []
     if outcome.metrics is not None and outcome.metrics.failures:
@@ -70,7 +70,7 @@ def note_lines(outcome: Outcome) -> list[str]:
     return lines + outcome.notes
 
 
-def text_table(outcomes: Sequence[Outcome]) -> str:
+def text_table(outcomes: Sequence[ScenarioOutcome]) -> str:
     """The figures as an aligned table, each target named beside its verdict.
 
     A scenario's first target sits in its row; further ones continue on the
@@ -79,7 +79,7 @@ def text_table(outcomes: Sequence[Outcome]) -> str:
     rows = [list(HEADER)]
     for outcome in outcomes:
         row = cells(outcome)
-        judged = [describe(t) for t in outcome.targets] or [row[-1]]
+        judged = [describe_target(t) for t in outcome.targets] or [row[-1]]
         rows.append([*row[:-1], judged[0]])
         rows += [[*[""] * (len(HEADER) - 1), more] for more in judged[1:]]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER) - 1)]
@@ -98,7 +98,7 @@ def text_table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def as_json(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+def as_json(outcomes: Sequence[ScenarioOutcome]) -> list[dict[str, Any]]:
     """Everything measured, for other tools (``bench/chaos_litellm.py`` reads it)."""
     return [
         {

@@ -19,9 +19,9 @@ from redis.exceptions import RedisError
 
 from laneway.chaos import upstream
 from laneway.chaos.drive import ReplicaRun, drive
-from laneway.chaos.metrics import CallRecord, Metrics, measure
+from laneway.chaos.metrics import ScenarioTally, SeenCall, tally_scenario
 from laneway.chaos.scenarios import Scenario
-from laneway.chaos.targets import Target, judge
+from laneway.chaos.targets import Target, judge_scenario
 from laneway.clocks import SystemClock
 from laneway.state import RedisStore
 
@@ -31,18 +31,18 @@ REPLICA_GRACE = 60.0
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class ScenarioOutcome:
     """A scenario's result: its metrics and judged targets, or why it was skipped."""
 
     scenario: Scenario
-    metrics: Metrics | None
+    metrics: ScenarioTally | None
     targets: list[Target] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 async def run_all(
     scenarios: list[Scenario], sim_url: str, state_url: str = DEFAULT_STATE_URL
-) -> list[Outcome]:
+) -> list[ScenarioOutcome]:
     """Run every scenario at once; outcomes come back in the scenarios' order."""
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(_run(s, sim_url, state_url)) for s in scenarios]
@@ -56,27 +56,27 @@ async def run_all(
 
 def outcome(
     scenario: Scenario,
-    calls: list[CallRecord] | None,
+    calls: list[SeenCall] | None,
     log: dict[str, list[float]],
     notes: list[str],
-) -> Outcome:
+) -> ScenarioOutcome:
     """Measure and judge one scenario's calls against the sim's hit log."""
     if calls is None:
-        return Outcome(scenario, None, notes=notes)
-    hits = upstream.replay(log, [source.spec for source in scenario.sources])
-    metrics = measure(
+        return ScenarioOutcome(scenario, None, notes=notes)
+    hits = upstream.replay_hits(log, [source.spec for source in scenario.sources])
+    metrics = tally_scenario(
         calls,
         hits,
         deadline=scenario.policy.deadline,
         offered_for=scenario.load.seconds,
         warmup=scenario.warmup,
     )
-    return Outcome(scenario, metrics, judge(scenario, metrics), notes)
+    return ScenarioOutcome(scenario, metrics, judge_scenario(scenario, metrics), notes)
 
 
 async def _run(
     scenario: Scenario, sim_url: str, state_url: str
-) -> tuple[list[CallRecord] | None, list[str]]:
+) -> tuple[list[SeenCall] | None, list[str]]:
     if scenario.replicas == 1:
         return (await drive(scenario, sim_url)).calls, []
     problem = await _unreachable(state_url)
@@ -118,7 +118,7 @@ async def _replica(scenario: Scenario, sim_url: str, state_url: str) -> ReplicaR
     if process.returncode != 0:
         raise RuntimeError(f"replica of {scenario.key} failed:\n{err.decode()[-2000:]}")
     report = json.loads(out.decode().strip().splitlines()[-1])
-    calls = [CallRecord.from_json(call) for call in report["calls"]]
+    calls = [SeenCall.from_json(call) for call in report["calls"]]
     return ReplicaRun(calls, int(report["outages"]))
 
 

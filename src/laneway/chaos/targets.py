@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from laneway.chaos.metrics import Metrics
+from laneway.chaos.metrics import ScenarioTally
 from laneway.chaos.scenarios import Scenario
 
 MAX_LATE_THROTTLED = 0.02
@@ -28,12 +28,12 @@ class Target:
     met: bool
 
 
-def judge(scenario: Scenario, metrics: Metrics) -> list[Target]:
+def judge_scenario(scenario: Scenario, metrics: ScenarioTally) -> list[Target]:
     """The scenario's targets, judged."""
     return _JUDGES[scenario.key](scenario, metrics)
 
 
-def _throttle(scenario: Scenario, m: Metrics) -> list[Target]:
+def _throttle(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     cap = scenario.cap_rpm or 0
     offered = scenario.load.per_second * 60.0
     floor = MIN_CAP_USE * min(cap, offered)
@@ -51,7 +51,7 @@ def _throttle(scenario: Scenario, m: Metrics) -> list[Target]:
     ]
 
 
-def _pool(scenario: Scenario, m: Metrics) -> list[Target]:
+def _pool(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     return [
         Target(
             f"success >= {MIN_POOL_SUCCESS:.0%}",
@@ -66,7 +66,7 @@ def _pool(scenario: Scenario, m: Metrics) -> list[Target]:
     ]
 
 
-def _slow(scenario: Scenario, m: Metrics) -> list[Target]:
+def _slow(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     deadline = scenario.policy.deadline
     return [
         Target("no deadline overruns", str(m.overruns), m.overruns == 0),
@@ -74,13 +74,13 @@ def _slow(scenario: Scenario, m: Metrics) -> list[Target]:
     ]
 
 
-def _recovery(scenario: Scenario, m: Metrics) -> list[Target]:
+def _recovery(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     answered = len(m.answered) >= ANSWERED_REQUEST and m.answered[ANSWERED_REQUEST - 1]
     shown = "".join("ok " if ok else "x " for ok in m.answered).strip() or "no calls"
     return [Target(f"request {ANSWERED_REQUEST} answered", shown, answered)]
 
 
-def _replicas(scenario: Scenario, m: Metrics) -> list[Target]:
+def _replicas(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     cap = scenario.cap_rpm or 0
     return [
         Target(
@@ -91,7 +91,7 @@ def _replicas(scenario: Scenario, m: Metrics) -> list[Target]:
     ]
 
 
-_JUDGES: dict[str, Callable[[Scenario, Metrics], list[Target]]] = {
+_JUDGES: dict[str, Callable[[Scenario, ScenarioTally], list[Target]]] = {
     "throttle": _throttle,
     "pool": _pool,
     "slow": _slow,

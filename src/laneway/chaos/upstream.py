@@ -63,7 +63,7 @@ async def hits(session: aiohttp.ClientSession, sim_url: str) -> dict[str, list[f
     return {spec: list(entry["times"]) for spec, entry in body.items()}
 
 
-def replay(log: Mapping[str, Sequence[float]], specs: Sequence[str]) -> list[Hit]:
+def replay_hits(log: Mapping[str, Sequence[float]], specs: Sequence[str]) -> list[Hit]:
     """The hits of ``specs`` in time order, each with the status the sim gave it."""
     behaviours = {spec: parse_spec(spec) for spec in specs}
     events = sorted((at, spec) for spec in specs for at in log.get(spec, ()))

@@ -21,7 +21,7 @@ KEPT_QUERY = frozenset({"alt"})
 
 
 @dataclass(slots=True)
-class Exchange:
+class RecordedExchange:
     """One request the engine sent, and the answer it got (``None`` if none came)."""
 
     request: HttpRequest
@@ -33,11 +33,11 @@ class RecordingTransport:
     """A ``Transport`` that keeps every exchange, so the probe can show the wire."""
 
     inner: Transport
-    exchanges: list[Exchange] = field(default_factory=list)
+    exchanges: list[RecordedExchange] = field(default_factory=list)
 
     async def send(self, request: HttpRequest) -> HttpResponse:
         """Send through ``inner`` and keep the request and its answer."""
-        exchange = Exchange(request)
+        exchange = RecordedExchange(request)
         self.exchanges.append(exchange)
         exchange.response = await self.inner.send(request)
         return exchange.response
@@ -45,7 +45,7 @@ class RecordingTransport:
     @asynccontextmanager
     async def stream(self, request: HttpRequest) -> AsyncIterator[HttpStream]:
         """Keep the request; streams are not read back (the probe does not stream)."""
-        self.exchanges.append(Exchange(request))
+        self.exchanges.append(RecordedExchange(request))
         async with self.inner.stream(request) as answer:
             yield answer
 
@@ -105,7 +105,7 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, urlencode(query, safe="<>"), ""))
 
 
-def as_json(body: bytes) -> Any:
+def body_json(body: bytes) -> Any:
     """The body's JSON, or a note saying it is not JSON (an answer may be anything)."""
     try:
         return orjson.loads(body)

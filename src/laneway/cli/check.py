@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
 from laneway.app import build_lane
-from laneway.cli.check_chains import chain_report, readiness_lines, worst_case
+from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.failures import SET_ASIDE
 from laneway.core.units import format_duration
-from laneway.engine.lane import Lane, retry_policy
+from laneway.engine.lane import Lane, retry_policy, worst_case
 from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, failing_walk

@@ -19,12 +19,7 @@ from collections.abc import Mapping
 from laneway.app import build_lane
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import retry_policy
-
-
-def worst_case(lane: LaneConfig) -> float:
-    """The longest one call of the lane can take: its retry schedule, capped by its deadline."""
-    return retry_policy(lane).worst_case(lane.per_attempt, lane.deadline)
+from laneway.engine.lane import retry_policy, worst_case
 
 
 def stream_worst_case(lanes: list[LaneConfig]) -> float:

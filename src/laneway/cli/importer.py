@@ -44,7 +44,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: {args.config}: not a LiteLLM config (a mapping)", file=sys.stderr)
         return UNREADABLE
     translation = translate(data)
-    text = render(translation, args.config)
+    text = render_translation(translation, args.config)
     try:
         parse_config(text, origin="(imported)")
     except ConfigError as exc:
@@ -61,7 +61,7 @@ def main(argv: Sequence[str]) -> int:
     return 0 if translation.complete else INCOMPLETE
 
 
-def render(translation: Translation, origin: str) -> str:
+def render_translation(translation: Translation, origin: str) -> str:
     """The laneway.yaml text: the header, then each section, each lane under its comment."""
     config = translation.config
     lines = [f"# laneway.yaml imported from {origin} by `laneway import litellm`."]

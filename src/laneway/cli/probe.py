@@ -27,10 +27,10 @@ import orjson
 from laneway.accounting import Pricer
 from laneway.app import build_engine, open_transport
 from laneway.cli._wire import (
-    Exchange,
+    RecordedExchange,
     RecordingTransport,
     Records,
-    as_json,
+    body_json,
     describe_usage,
     redact,
     safe_url,
@@ -104,7 +104,7 @@ async def _call(engine: Engine, lane: Lane) -> Outcome:
     return Outcome()
 
 
-def _wire_lines(exchanges: list[Exchange]) -> list[str]:
+def _wire_lines(exchanges: list[RecordedExchange]) -> list[str]:
     if not exchanges:
         return ["endpoint: none called"]
     lines = []
@@ -115,15 +115,17 @@ def _wire_lines(exchanges: list[Exchange]) -> list[str]:
             f"endpoint: {exchange.request.method} {safe_url(exchange.request.url)} -> {got}"
         )
     last = exchanges[-1]
-    lines.append(f"request body: {orjson.dumps(redact(as_json(last.request.body))).decode()}")
+    lines.append(f"request body: {orjson.dumps(redact(body_json(last.request.body))).decode()}")
     if last.response is not None:
-        body = as_json(last.response.body)
+        body = body_json(last.response.body)
         keys = ", ".join(body) if isinstance(body, dict) else "(not a JSON object)"
         lines.append(f"answer keys: {keys}")
     return lines
 
 
-def _usage_lines(lane: Lane, exchanges: list[Exchange], record: CallRecord | None) -> list[str]:
+def _usage_lines(
+    lane: Lane, exchanges: list[RecordedExchange], record: CallRecord | None
+) -> list[str]:
     parsed = _parsed_usage(lane, exchanges)
     if parsed is None:
         reported = "not known (no answer could be read)"
@@ -160,7 +162,7 @@ def _verdict(lane: Lane, lengths: list[int] | None) -> list[str]:
     return [*lines, f"DIMENSION VERDICT: {'MATCH' if match else 'MISMATCH'}"]
 
 
-def _observed(lane: Lane, exchanges: list[Exchange], outcome: Outcome) -> list[int] | None:
+def _observed(lane: Lane, exchanges: list[RecordedExchange], outcome: Outcome) -> list[int] | None:
     """Vector lengths: from the answer, or read off the wire when the engine refused it."""
     if outcome.lengths is not None:
         return outcome.lengths
@@ -174,7 +176,7 @@ def _observed(lane: Lane, exchanges: list[Exchange], outcome: Outcome) -> list[i
         return None
 
 
-def _parsed_usage(lane: Lane, exchanges: list[Exchange]) -> Usage | None:
+def _parsed_usage(lane: Lane, exchanges: list[RecordedExchange]) -> Usage | None:
     """The usage in the last answer as the adapter reads it (before any estimate)."""
     found = _last_answer(lane, exchanges)
     if found is None:
@@ -188,7 +190,9 @@ def _parsed_usage(lane: Lane, exchanges: list[Exchange]) -> Usage | None:
         return None
 
 
-def _last_answer(lane: Lane, exchanges: list[Exchange]) -> tuple[Source, HttpResponse] | None:
+def _last_answer(
+    lane: Lane, exchanges: list[RecordedExchange]
+) -> tuple[Source, HttpResponse] | None:
     """The last answer received, with the source whose adapter built its request."""
     for exchange in reversed(exchanges):
         if exchange.response is not None:

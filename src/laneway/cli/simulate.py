@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from laneway.chaos.fault_report import text_table as fault_table
+from laneway.chaos.fault_report import fault_table
 from laneway.chaos.report import as_json, text_table
 from laneway.chaos.runner import DEFAULT_STATE_URL, run_all
 from laneway.chaos.scenarios import KEYS, Scenario, build, select

@@ -25,7 +25,7 @@ from laneway.config.load import load_config
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
-from laneway.sizing.candidates import Goal, Settings, candidates, recommend, score
+from laneway.sizing.candidates import CandidateSettings, Goal, candidates, recommend, score
 from laneway.sizing.measure import Measured, measure, slow_sources
 from laneway.sizing.render import candidates_table, evidence, table, yaml_snippet
 from laneway.sizing.samples import RecordedCall, profiles, recorded_calls
@@ -209,7 +209,7 @@ async def _measured(
     config: LanewayConfig,
     environ: dict[str, str],
     name: str,
-    settings: list[Settings],
+    settings: list[CandidateSettings],
 ) -> tuple[list[Measured], int]:
     if ns.slow_upstream is None:
         return await measure(
@@ -237,7 +237,7 @@ async def _measured(
         )
 
 
-def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> Settings:
+def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> CandidateSettings:
     """``8s/2``: attempt_timeout 8 s, 2 retries; the deadline fits the caller as usual."""
     timeout_text, _, retries_text = text.partition("/")
     timeout = parse_duration(timeout_text)
@@ -246,7 +246,7 @@ def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> Settings:
         raise ValueError(f"{text!r}: retries must be >= 0")
     goal = _goal(lane, ns)
     deadline = lane.deadline if goal.client_deadline is None else goal.client_deadline - goal.margin
-    return Settings(text, timeout, retries, deadline, lane.first_byte_timeout)
+    return CandidateSettings(text, timeout, retries, deadline, lane.first_byte_timeout)
 
 
 def _measured_table(results: Sequence[Measured], goal: Goal) -> str:

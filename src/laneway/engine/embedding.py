@@ -96,7 +96,7 @@ async def _embed(
     batches = split(misses, batch_size(lane.config, dims))
     jobs = [_batch_job(parts, lane, request, batch, deadline) for batch in batches]
     done = await run_bounded(jobs, lane.config.batch_concurrency)
-    vectors = assemble(cached, done)
+    vectors = vectors_in_order(cached, done)
     attempts = tuple(attempt for batch in done for attempt in batch.attempts)
     check_one_length(lane, vectors, attempts, parts.clock.now() - started.mono, deadline)
     if cache is not None and done:
@@ -174,7 +174,7 @@ def split(indices: Sequence[int], size: int) -> list[list[int]]:
     return [list(indices[start : start + size]) for start in range(0, len(indices), size)]
 
 
-def assemble(cached: Sequence[Vector | None], done: Sequence[BatchDone]) -> list[Vector]:
+def vectors_in_order(cached: Sequence[Vector | None], done: Sequence[BatchDone]) -> list[Vector]:
     """Every input's vector in input order: cached ones, then each batch's in place."""
     filled = list(cached)
     for batch in done:

@@ -217,6 +217,11 @@ def retry_policy(config: LaneConfig) -> RetryPolicy:
     )
 
 
+def worst_case(config: LaneConfig) -> float:
+    """The longest one call of the lane can take: its retry schedule, capped by its deadline."""
+    return retry_policy(config).worst_case(config.per_attempt, config.deadline)
+
+
 def quota_limits(
     config: UpstreamConfig, groups: Mapping[str, QuotaGroupConfig] | None = None
 ) -> QuotaLimits | None:

@@ -129,7 +129,7 @@ def _add_counts(into: dict[Any, int], counts: Mapping[Any, int]) -> None:
         into[key] = into.get(key, 0) + count
 
 
-def percentile(counts: Mapping[int, int], q: float) -> float | None:
+def binned_quantile(counts: Mapping[int, int], q: float) -> float | None:
     """The ``q`` quantile (0 to 1) of binned figures, ``None`` when there are none."""
     total = sum(counts.values())
     if not total:

@@ -56,7 +56,7 @@ def messages_body(
     """The ``/v1/messages`` body (without ``stream``), or ``Inexpressible``/``RequestInvalid``."""
     params = request.params
     refuse_unhandled(params, _HANDLED, WIRE)
-    system, turns = conversation(request.messages)
+    system, turns = anthropic_turns(request.messages)
     body: dict[str, Any] = {"model": model, "messages": turns}
     if system:
         body["system"] = system
@@ -163,7 +163,7 @@ def _tool_choice(choice: ToolChoice | None, single: bool) -> dict[str, Any] | No
     return native
 
 
-def conversation(
+def anthropic_turns(
     messages: Sequence[ChatMessage],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``system`` blocks and the user/assistant turns (same-role neighbours merged)."""

@@ -61,7 +61,7 @@ def generate_body(request: ChatRequest) -> dict[str, Any]:
     """The ``generateContent`` body, or ``Inexpressible``/``RequestInvalid``."""
     params = request.params
     refuse_unhandled(params, _HANDLED, WIRE)
-    system, contents = conversation(request.messages)
+    system, contents = gemini_contents(request.messages)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -126,7 +126,7 @@ def _calling(choice: ToolChoice) -> dict[str, Any]:
     return config
 
 
-def conversation(
+def gemini_contents(
     messages: Sequence[ChatMessage],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``systemInstruction`` parts and the ``contents`` (same-role neighbours merged)."""

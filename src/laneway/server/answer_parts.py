@@ -21,7 +21,7 @@ BlockKind = Literal["reasoning", "redacted", "text", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class AnswerToolCall:
     """One function call of an answer; ``arguments`` is the JSON text the model wrote."""
 
     id: str
@@ -50,7 +50,7 @@ class AnswerParts:
     model: str
     reasoning: str
     text: str
-    tool_calls: tuple[ToolCall, ...]
+    tool_calls: tuple[AnswerToolCall, ...]
     finish_reason: str | None
     thinking_blocks: tuple[dict[str, Any], ...] = ()
     """Anthropic's signed ``thinking`` / ``redacted_thinking`` blocks, when the source sent them."""
@@ -99,12 +99,12 @@ def _text(content: object) -> str:
     return ""
 
 
-def _tool_call(call: object) -> ToolCall:
+def _tool_call(call: object) -> AnswerToolCall:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(call, dict) or not isinstance(function, dict):
         raise Refused(502, "upstream_malformed", "the upstream's answer has a malformed tool call")
     arguments = function.get("arguments")
-    return ToolCall(
+    return AnswerToolCall(
         id=str(call.get("id") or ""),
         name=str(function.get("name") or ""),
         arguments=arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode(),

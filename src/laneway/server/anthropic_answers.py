@@ -69,7 +69,7 @@ def message_body(result: LLMResponse) -> bytes:
         for call in parts.tool_calls
     )
     message = _message(parts.id, parts.model, content, parts.finish_reason)
-    message["usage"] = anthropic_usage(result.usage)
+    message["usage"] = anthropic_usage_fields(result.usage)
     return orjson.dumps(message)
 
 
@@ -94,7 +94,7 @@ def stop_reason(finish_reason: str | None) -> str | None:
     return _STOP_REASONS.get(finish_reason, finish_reason)
 
 
-def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
+def anthropic_usage_fields(usage: Usage | None) -> dict[str, Any]:
     """Usage in Anthropic's fields; ``null`` where the source reported nothing."""
     if usage is None or not usage.known:
         return {"input_tokens": None, "output_tokens": None}
@@ -136,7 +136,7 @@ class AnthropicEncoder:
                 "stop_reason": stop_reason(self._reader.finish_reason),
                 "stop_sequence": None,
             },
-            "usage": anthropic_usage(self._reader.usage),
+            "usage": anthropic_usage_fields(self._reader.usage),
         }
         stop = _sse("message_stop", {"type": "message_stop"})
         return self._start() + closing + _sse("message_delta", delta) + stop
@@ -151,7 +151,7 @@ class AnthropicEncoder:
             return b""
         self._started = True
         message = _message(self._reader.id, self._reader.model, [], None)
-        message["usage"] = anthropic_usage(None)
+        message["usage"] = anthropic_usage_fields(None)
         return _sse("message_start", {"type": "message_start", "message": message})
 
     def _block_event(self, event: BlockEvent) -> bytes:

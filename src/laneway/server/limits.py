@@ -93,7 +93,7 @@ class Hold:
         return headers
 
 
-class Answer(Protocol):
+class SettledAnswer(Protocol):
     """What a finished call reports for settlement (a response, or a stream once ended)."""
 
     @property
@@ -119,10 +119,10 @@ class LimitedCall:
         self._lane = lane
         self._request = request
         self._hold: Hold | None = None
-        self._answer: Answer | None = None
+        self._answer: SettledAnswer | None = None
         self._answered_on = lane
 
-    def answered(self, answer: Answer, lane: str) -> None:
+    def answered(self, answer: SettledAnswer, lane: str) -> None:
         """The call's result (or its ended stream) and the lane that gave it (``lane``, or
         one of its fallback lanes), for its real tokens and cost."""
         self._answer = answer
@@ -217,7 +217,7 @@ class KeyLimits:
     async def settle(
         self,
         hold: Hold,
-        answer: Answer | None,
+        answer: SettledAnswer | None,
         error: BaseException | None,
         answered_on: str | None = None,
     ) -> None:
@@ -251,7 +251,7 @@ class KeyLimits:
     def _chain(self, lane: str) -> Sequence[str]:
         return self.chains.get(lane) or (lane,)
 
-    def _cost(self, hold: Hold, answer: Answer, lane: str) -> float | None:
+    def _cost(self, hold: Hold, answer: SettledAnswer, lane: str) -> float | None:
         if getattr(answer, "cache", None) == "hit":
             return 0.0
         if self.pricer is None:

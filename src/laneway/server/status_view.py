@@ -20,7 +20,7 @@ from laneway.metrics.history import (
     SLOTS_PER_MINUTE,
     Bucket,
     History,
-    percentile,
+    binned_quantile,
 )
 
 NOW_BUCKETS = SLOTS_PER_MINUTE
@@ -62,10 +62,10 @@ def figures(bucket: Bucket) -> dict[str, Any]:
         "errors": bucket.errors,
         "error_rate": bucket.errors / bucket.requests if bucket.requests else None,
         "pushbacks": bucket.pushbacks,
-        "latency_p50": percentile(bucket.latency, 0.5),
-        "latency_p99": percentile(bucket.latency, 0.99),
-        "ttft_p50": percentile(bucket.ttft, 0.5),
-        "ttft_p99": percentile(bucket.ttft, 0.99),
+        "latency_p50": binned_quantile(bucket.latency, 0.5),
+        "latency_p99": binned_quantile(bucket.latency, 0.99),
+        "ttft_p50": binned_quantile(bucket.ttft, 0.5),
+        "ttft_p99": binned_quantile(bucket.ttft, 0.99),
         "prompt_tokens": bucket.prompt_tokens,
         "completion_tokens": bucket.completion_tokens,
         "cost_usd": round(bucket.cost, 6),
@@ -84,7 +84,7 @@ def _figures(history: History, lane: str, source: str, last: int) -> dict[str, A
         "points": {
             "requests": [p.requests for p in points],
             "errors": [p.errors for p in points],
-            "latency_p99": [percentile(p.latency, 0.99) for p in points],
+            "latency_p99": [binned_quantile(p.latency, 0.99) for p in points],
         },
     }
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from laneway.config.models import LaneConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import retry_policy
+from laneway.engine.lane import worst_case
 from laneway.sizing.replay import replay
 from laneway.sizing.samples import RecordedCall, answer_times, percentile
 
@@ -27,7 +27,7 @@ SHARE_TOLERANCE = 0.001
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class CandidateSettings:
     """One candidate: what goes in laneway.yaml, and where it came from (``label``)."""
 
     label: str
@@ -52,7 +52,7 @@ class Settings:
 class Score:
     """How a candidate would have done on the recorded calls."""
 
-    settings: Settings
+    settings: CandidateSettings
     answered: float
     cut: float
     p99_wall: float
@@ -85,7 +85,7 @@ def candidates(
     calls: Sequence[RecordedCall],
     goal: Goal,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
-) -> list[Settings]:
+) -> list[CandidateSettings]:
     """The lane's current settings, then each percentile's timeout with 0..3 retries."""
     answers = sorted([*answer_times(calls, stream=False), *answer_times(calls, stream=True)])
     firsts = answer_times(calls, stream=True)
@@ -98,12 +98,16 @@ def candidates(
         for retries in RETRY_RANGE:
             label = f"p{pct:g}"
             deadline = _deadline(config, timeout, retries, goal)
-            out.append(Settings(label, timeout, retries, deadline, first_byte))
+            out.append(CandidateSettings(label, timeout, retries, deadline, first_byte))
     return _distinct(out)
 
 
 def score(
-    name: str, config: LaneConfig, calls: Sequence[RecordedCall], settings: Settings, goal: Goal
+    name: str,
+    config: LaneConfig,
+    calls: Sequence[RecordedCall],
+    settings: CandidateSettings,
+    goal: Goal,
 ) -> Score:
     """Replay ``calls`` under ``settings`` and sum up the result."""
     lane = settings.apply(config)
@@ -135,13 +139,8 @@ def recommend(scores: Sequence[Score], goal: Goal) -> tuple[Score, str] | None:
     return pick, _reason(pick, best, goal)
 
 
-def worst_case(config: LaneConfig) -> float:
-    """The schedule's longest wall, which laneway's enforced deadline caps."""
-    return retry_policy(config).worst_case(config.per_attempt, config.deadline)
-
-
-def _current(config: LaneConfig, goal: Goal) -> Settings:
-    return Settings(
+def _current(config: LaneConfig, goal: Goal) -> CandidateSettings:
+    return CandidateSettings(
         "current", config.per_attempt, config.retries, config.deadline, config.first_byte_timeout
     )
 
@@ -164,9 +163,9 @@ def _fits(score: Score, goal: Goal) -> bool:
     return score.worst_case <= budget + 1e-9 and score.p99_wall <= budget + 1e-9
 
 
-def _distinct(settings: list[Settings]) -> list[Settings]:
+def _distinct(settings: list[CandidateSettings]) -> list[CandidateSettings]:
     seen: set[tuple[float, int, float, float | None]] = set()
-    out: list[Settings] = []
+    out: list[CandidateSettings] = []
     for s in settings:
         key = (s.attempt_timeout, s.retries, s.deadline, s.first_byte_timeout)
         if key not in seen:

@@ -24,7 +24,7 @@ from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transp
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import Engine
 from laneway.engine.ocr import SAMPLE_PNG
-from laneway.sizing.candidates import Settings
+from laneway.sizing.candidates import CandidateSettings
 
 MEASURE_TEXT = "laneway size: measuring the lane's worst wall"
 
@@ -55,7 +55,7 @@ class CountingTransport:
 class Measured:
     """One candidate's runs: their walls and outcomes, or why it was not run."""
 
-    settings: Settings
+    settings: CandidateSettings
     walls: list[float] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
     requests: int = 0
@@ -91,7 +91,7 @@ async def measure(
     name: str,
     config: LanewayConfig,
     environ: Mapping[str, str],
-    candidates: Sequence[Settings],
+    candidates: Sequence[CandidateSettings],
     transport: Transport,
     *,
     runs: int,
@@ -113,7 +113,7 @@ async def _candidate(
     name: str,
     config: LanewayConfig,
     environ: Mapping[str, str],
-    settings: Settings,
+    settings: CandidateSettings,
     counter: CountingTransport,
     runs: int,
     max_calls: int,
