@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiohttp
 import orjson
@@ -22,10 +23,12 @@ from laneway.core.failures import FailureKind
 from laneway.core.redact import Redactor
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transport
 from laneway.engine.redaction import RedactingTransport
-from laneway.errors import UpstreamFailed
+from laneway.errors import StreamInterrupted, UpstreamFailed
 from laneway.http import AiohttpTransport
 from laneway.providers.base import load_json
+from laneway.sim import RunningSim
 from tests.engine.test_source_choice import closed_port
+from tests.helpers import sim_url, unique_spec
 
 CUT_BODY = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"
 NOT_HTTP = b"garbage\r\n\r\n"
@@ -155,3 +158,31 @@ def test_an_answer_that_is_not_json_chains_the_decoder_error() -> None:
         load_json(b"{not json", "chat answer")
     assert caught.value.kind is FailureKind.MALFORMED
     assert isinstance(caught.value.__cause__, orjson.JSONDecodeError)
+
+
+def cut_streams(sim: RunningSim, fallback: bool) -> LanewayConfig:
+    """Lane ``a`` cutting its stream after content; with ``fallback``, lane ``b`` behind it too."""
+    names = ("a", "b") if fallback else ("a",)
+    lanes: dict[str, Any] = {
+        name: {"sources": [{"base_url": sim_url(sim, unique_spec("cut_after=2")), "model": "m"}]}
+        for name in names
+    }
+    if fallback:
+        lanes["a"]["fallback_lanes"] = ["b"]
+    return LanewayConfig.model_validate({"lanes": lanes})
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["one lane", "fallback lanes"])
+async def test_a_stream_cut_after_content_leads_back_to_the_socket_error(
+    sim: RunningSim, fallback: bool
+) -> None:
+    """``StreamInterrupted``, then the attempt failure (``__cause__``), then aiohttp's."""
+    async with Laneway.from_settings(cut_streams(sim, fallback), environ={}) as lw:
+        stream = lw.chat_stream("a", [{"role": "user", "content": "x"}])
+        with pytest.raises(StreamInterrupted) as caught:
+            async for _ in stream:
+                pass
+    attempt_failure = caught.value.__cause__
+    assert isinstance(attempt_failure, AttemptFailure)
+    assert attempt_failure.kind is FailureKind.CUT
+    assert isinstance(attempt_failure.__cause__, aiohttp.ClientPayloadError)

@@ -162,7 +162,8 @@ class ChatStream:
                 following = self._after(exc, delivered)
                 if following is None:
                     self._ended = True
-                    raise self._chain.last_failure() from None
+                    verdict = self._chain.last_failure()
+                    raise verdict from verdict.__cause__  # keeps the attempt failure behind it
                 self._current = following
 
     def _after(self, failure: CallFailed, delivered: bool) -> LaneStream | None:

@@ -302,7 +302,7 @@ class LaneStream:
                 return
             rest = self._continuation(lane)
             if rest is None:
-                raise self._interrupted(broken.message)
+                raise self._interrupted(broken.message) from broken
             lane, continuation = rest, True
 
     async def _open(self, lane: Lane, continuation: bool) -> _Segment:
