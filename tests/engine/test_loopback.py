@@ -46,8 +46,11 @@ async def test_attempt_timeouts_are_retried_then_the_deadline_cuts(sim: RunningS
             await lw.chat("lane", MESSAGES)
         elapsed = time.monotonic() - started
     assert 0.5 <= elapsed <= 0.5 + LOADED
-    assert [a.outcome for a in err.value.attempts][:2] == ["timeout", "timeout"]
-    assert all(a.elapsed >= 0.2 for a in err.value.attempts[:2])
+    first, second, *_ = err.value.attempts  # the first timed out and was retried
+    assert first.outcome == "timeout" and first.elapsed >= 0.2
+    # On a loaded machine the first attempt can end late enough that the deadline, not the
+    # attempt timeout, cuts the second: either way it was cut, never answered.
+    assert second.outcome in ("timeout", "deadline")
 
 
 async def test_a_503_is_retried_after_its_backoff(sim: RunningSim) -> None:
