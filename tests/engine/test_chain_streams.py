@@ -5,6 +5,7 @@ Counted at the simulator: which lanes' upstreams saw a request, and how many.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from laneway.core.records import CallRecord
 from laneway.errors import LaneNotReady, StreamInterrupted, UpstreamRejected
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
+from tests.batch.support import collect, texts
 from tests.engine.spy import sim_hits
 from tests.helpers import sim_url, unique_spec
 
@@ -77,8 +79,15 @@ async def test_a_stream_whose_lane_fails_before_its_first_token_goes_to_the_next
     sim: RunningSim,
 ) -> None:
     down, ok = unique_spec("status=500"), unique_spec(f"chunks={WORDS}")
-    stream, failure, records = await run(chain(sim, {"primary": down, "rescue": ok}))
+    config = chain(
+        sim,
+        {"primary": down, "rescue": ok},
+        primary={"price": {"input": 0.0, "output": 1.0}},
+        rescue={"price": {"input": 0.0, "output": 100.0}},
+    )
+    stream, failure, records = await run(config)
     assert failure is None and stream.content == FULL_ANSWER
+    assert stream.cost == Decimal(repr(WORDS * 100.0 / 1e6)), "the failed lane billed nothing"
     assert stream.lane.name == "rescue" and stream.usage is not None
     assert [(a.source, a.outcome) for a in stream.attempts] == [
         ("primary/openai:sim-model", "500"),
@@ -140,6 +149,7 @@ async def test_a_cut_stream_resumes_on_the_next_lane_under_restart(sim: RunningS
         "rescue", "chat", 0.0, stream.attempts, stream.usage, stream.source
     )
     assert cost.usd == pytest.approx((cut_part + WORDS * 100.0) / 1e6), "each part at its rate"
+    assert stream.cost is not None and float(stream.cost) == pytest.approx(cost.usd)
     assert (await sim_hits(sim, cut), await sim_hits(sim, ok)) == (1, 1)
 
 
@@ -238,3 +248,18 @@ async def test_a_chain_with_no_ready_lane_names_every_lane_and_why(sim: RunningS
     assert message.startswith("lane 'primary' is not ready: source keyed")
     assert "fallback lane 'rescue': source keyed" in message and UNSET in message
     assert (await sim_hits(sim, first), await sim_hits(sim, second)) == (0, 0)
+
+
+async def test_a_batch_job_on_a_lane_that_is_not_ready_runs_on_its_chain(sim: RunningSim) -> None:
+    unused, ok = unique_spec("ok"), unique_spec("ok")
+    config = chain(
+        sim,
+        {"primary": unused, "rescue": ok},
+        primary=keyed(sim, unused),
+        primary_lane={"kind": "embed", "max_batch_items": 4},
+        rescue_lane={"kind": "embed", "max_batch_items": 4},
+    )
+    async with Laneway.from_settings(config, environ={}) as lw:
+        results = await collect(lw.embed_many("primary", texts(8)))
+    assert all(r.ok for r in results) and len(results) == 8
+    assert (await sim_hits(sim, unused), await sim_hits(sim, ok)) == (0, 2)

@@ -88,7 +88,9 @@ class BatchJob:
         options: BatchOptions,
     ) -> None:
         self.engine = engine
-        self.lane = engine.lane(lane_name)
+        # a schema's calls run on the lane alone; others may be served by its fallback_lanes
+        resolve = engine.lane if options.schema is not None else engine.servable
+        self.lane = resolve(lane_name)
         if self.lane.kind not in ("embed", "chat"):
             raise RequestInvalid(
                 "lane", f"batches run on embed and chat lanes, not {self.lane.kind}"

@@ -81,7 +81,7 @@ def main(argv: Sequence[str]) -> int:
 async def run(args: argparse.Namespace) -> int:
     """Run the job the arguments describe and print its summary."""
     async with Laneway.from_config(args.config) as lw:
-        kind = lw.engine.lane(args.lane).kind
+        kind = lw.engine.lane(args.lane, ready=False).kind
         writer = open_writer(args.output, kind)
         reporter = Reporter(args.progress, sys.stderr)
         try:

@@ -226,7 +226,7 @@ class Laneway:
         """
         from laneway.batch import BatchJob, BatchOptions, InputSet, items_of
 
-        kind = self.engine.lane(lane).kind
+        kind = self.engine.lane(lane, ready=False).kind
         inputs = items if isinstance(items, InputSet) else items_of(items, kind)
         options = BatchOptions(
             job_dir=Path(job_dir) if job_dir is not None else None,
@@ -250,7 +250,7 @@ class Laneway:
         retry_failures: bool = False,
     ) -> BatchJob:
         """Embed a corpus as a batch job (see ``batch``): one verified vector per text, in order."""
-        if self.engine.lane(lane).kind != "embed":
+        if self.engine.lane(lane, ready=False).kind != "embed":
             raise RequestInvalid("lane", f"{lane!r} is not an embed lane")
         return self.batch(
             lane,

@@ -177,11 +177,12 @@ class ChatStream:
             following = self._next_lane(resume) if resume is not None else None
         else:
             following = self._next_lane(None) if falls_back else None
-        if following is not None:
-            if broken.usage is not None:
-                self._earlier_usage.append(broken.usage)
+        if following is None:
+            return None
+        if broken.usage is not None:  # it was billed for a part; one that never opened was not
+            self._earlier_usage.append(broken.usage)
             self._earlier_costs.append((broken.cost, broken.cost_unknown))
-            self._earlier_malformed += broken.malformed_events
+        self._earlier_malformed += broken.malformed_events
         return following
 
     def _next_lane(self, resume: Resume | None) -> LaneStream | None:

@@ -132,10 +132,7 @@ class Chain:
         caller_seconds: float | None,
     ) -> Chain:
         """The chain that starts at ``first``; ``LaneNotReady`` when none of its lanes can run."""
-        if not first.config.fallback_lanes:
-            return cls([first], clock, recorder, meta, caller_seconds)
-        chain = [lanes[name] for name in config.fallback_chain(first.name)]
-        return cls(chain, clock, recorder, meta, caller_seconds)
+        return cls(chain_of(config, lanes, first), clock, recorder, meta, caller_seconds)
 
     @property
     def first(self) -> Lane:
@@ -183,6 +180,13 @@ class Chain:
         self.failure.attempts = self.tried
         self.failure.elapsed = self.elapsed()
         return self.failure
+
+
+def chain_of(config: LanewayConfig, lanes: Mapping[str, Lane], first: Lane) -> list[Lane]:
+    """``first`` and the lanes its failures fall back to, in the order they are tried."""
+    if not first.config.fallback_lanes:
+        return [first]
+    return [lanes[name] for name in config.fallback_chain(first.name)]
 
 
 def chain_not_ready(lanes: list[Lane]) -> LaneNotReady:

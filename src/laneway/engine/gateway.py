@@ -32,7 +32,7 @@ from laneway.engine import embedding
 from laneway.engine.call import CallLoop
 from laneway.engine.chain_stream import ChatStream
 from laneway.engine.embedding_cache import EmbeddingCache
-from laneway.engine.fallback import Chain, through_chain
+from laneway.engine.fallback import Chain, chain_not_ready, chain_of, through_chain
 from laneway.engine.lane import Lane, Source
 from laneway.engine.ocr import DEFAULT_PROMPT, ocr_request
 from laneway.engine.parts import CallParts
@@ -93,6 +93,16 @@ class Engine:
             raise RequestInvalid("model", f"lane {name!r} is a {lane.kind} lane, not {kind}")
         if ready and lane.problems:
             raise LaneNotReady(name, lane.problems)
+        return lane
+
+    def servable(self, name: str, kind: str | None = None) -> Lane:
+        """The lane called ``name`` (or aliased by it), which it or a lane of its
+        ``fallback_lanes`` can serve (``LaneNotReady`` naming every lane otherwise)."""
+        lane = self.lane(name, kind, ready=False)
+        if lane.problems:
+            chain = chain_of(self.config, self.lanes, lane)
+            if all(other.problems for other in chain):
+                raise chain_not_ready(chain)
         return lane
 
     def chain(self, name: str, kind: str, deadline: float | None, meta: CallMeta | None) -> Chain:
