@@ -14,7 +14,7 @@ from laneway import Laneway
 from laneway.accounting import Pricer
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
-from laneway.errors import LaneNotReady, StreamInterrupted, UpstreamRejected
+from laneway.errors import DeadlineExceeded, LaneNotReady, StreamInterrupted, UpstreamRejected
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
 from tests.batch.support import collect, texts
@@ -110,6 +110,20 @@ async def test_a_stream_whose_lane_spends_its_deadline_share_goes_to_the_next_la
     assert [a.outcome for a in stream.attempts] == ["deadline", "ok"]
     assert rows(records)[0] == ("primary", "error", "deadline_exceeded")
     assert (await sim_hits(sim, silent), await sim_hits(sim, ok)) == (1, 1)
+
+
+async def test_a_stream_chain_ends_with_the_callers_deadline(sim: RunningSim) -> None:
+    silent, ok = unique_spec("sleep=30"), unique_spec(f"chunks={WORDS}")
+    config = chain(sim, {"primary": silent, "rescue": ok})
+    async with Laneway.from_settings(config, environ={}) as lw:
+        stream = lw.chat_stream("primary", HELLO, deadline=0.4)
+        with pytest.raises(DeadlineExceeded) as failed:
+            async for _ in stream:
+                pass
+    assert failed.value.lane == "primary" and [a.outcome for a in failed.value.attempts] == [
+        "deadline"
+    ]
+    assert await sim_hits(sim, ok) == 0, "no time was left to start the rescue"
 
 
 async def test_the_callers_own_rejection_ends_a_stream_on_its_lane(sim: RunningSim) -> None:
