@@ -105,10 +105,24 @@ class Pricer:
 
     def __init__(self, entries: Mapping[tuple[str, str], PriceEntry | None]) -> None:
         self.entries = dict(entries)
+        self._catalogue: dict[tuple[str, str], CataloguePrice | None] = {}
+        """Catalogue answers by ``(model, base_url)``, so a reload searches only new ones."""
 
     @classmethod
     def for_lanes(cls, lanes: Mapping[str, LaneSpec]) -> Pricer:
         """Resolve every source of ``lanes`` (pass ``config.lanes``)."""
+        pricer = cls({})
+        pricer.update(lanes)
+        return pricer
+
+    def update(self, lanes: Mapping[str, LaneSpec]) -> None:
+        """Price every source of ``lanes`` (a reloaded config), in place.
+
+        Metrics, telemetry and key budgets hold this one pricer, so they price
+        the new lanes from now on. The catalogue is searched only for a
+        ``(model, base_url)`` not searched before. Entries of lanes no longer
+        configured stay: calls still running on the old config end after this.
+        """
         sources = {
             (lane_name, name): source
             for lane_name, lane in lanes.items()
@@ -118,9 +132,13 @@ class Pricer:
             key: own_price(source) for key, source in sources.items()
         }
         unpriced = [key for key, entry in entries.items() if entry is None]
-        found = catalogue_prices([(sources[k].model, sources[k].base_url) for k in unpriced])
-        entries.update(zip(unpriced, found, strict=True))
-        return cls(entries)
+        wanted = list(dict.fromkeys((sources[k].model, sources[k].base_url) for k in unpriced))
+        searched = [w for w in wanted if w not in self._catalogue]
+        self._catalogue.update(zip(searched, catalogue_prices(searched), strict=True))
+        entries.update(
+            (k, self._catalogue[sources[k].model, sources[k].base_url]) for k in unpriced
+        )
+        self.entries.update(entries)
 
     def rate(self, lane: str, source: str | None, when: float) -> Rate | None:
         """The rate of ``source`` on ``lane`` at ``when``; ``None`` when unpriced.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from laneway.cli.check import env_example as example_env
 from laneway.cli.check import price_report, render
@@ -16,6 +18,16 @@ from laneway.core.errors import ConfigError
 from laneway.core.extras import require
 
 DEFAULT_CONFIG = "laneway.yaml"
+COMMANDS = {
+    "spend": "laneway.cli.spend",
+    "reload": "laneway.cli.reload",
+    "keys": "laneway.cli.keys",
+    "probe": "laneway.cli.probe",
+    "size": "laneway.cli.size",
+    "batch": "laneway.cli.batch",
+    "import": "laneway.cli.importer",
+}
+"""Subcommands whose module (imported only when named) has ``main(argv) -> int``."""
 PURE_FROZENLIST = "FROZENLIST_NO_EXTENSIONS"
 """Set (unless already set) before ``laneway serve`` imports aiohttp: frozenlist's
 compiled extension is C++ and maps libstdc++ (~1 MiB resident), for lists aiohttp
@@ -34,30 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from laneway.cli.serve import main as serve_main
 
         return serve_main(args[1:])
-    if args[:1] == ["spend"]:
-        from laneway.cli.spend import main as spend_main
-
-        return spend_main(args[1:])
-    if args[:1] == ["keys"]:
-        from laneway.cli.keys import main as keys_main
-
-        return keys_main(args[1:])
-    if args[:1] == ["probe"]:
-        from laneway.cli.probe import main as probe_main
-
-        return probe_main(args[1:])
-    if args[:1] == ["size"]:
-        from laneway.cli.size import main as size_main
-
-        return size_main(args[1:])
-    if args[:1] == ["batch"]:
-        from laneway.cli.batch import main as batch_main
-
-        return batch_main(args[1:])
-    if args[:1] == ["import"]:
-        from laneway.cli.importer import main as import_main
-
-        return import_main(args[1:])
+    if args[:1] and args[0] in COMMANDS:
+        module: Any = importlib.import_module(COMMANDS[args[0]])
+        status: int = module.main(args[1:])
+        return status
     if args[:1] == ["simulate"]:
         try:
             require("redis", "laneway simulate (its two-replica scenario shares state in Redis)")
@@ -92,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("sim", help="run the loopback fault simulator (laneway sim --help)")
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
+    sub.add_parser("reload", help="check the config and have the running server load it (--help)")
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
     sub.add_parser("keys", help="the configured keys: lanes, limits, spend today (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")

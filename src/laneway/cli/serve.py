@@ -1,55 +1,62 @@
-"""``laneway serve``: the gateway over the assembled product, served.
+"""``laneway serve``: serve the lanes, and reload their config on SIGHUP.
 
-``build_gateway`` takes the engine, pricer, telemetry writer and metrics
-from ``laneway.app.assemble``, as the library does, and adds what only a
-server has: the access log, connection metrics, key limits and the
-``Gateway``. Paths in the config (the telemetry SQLite file, the cache) are
-relative to the config file's folder.
-With ``--workers N`` each uvicorn worker builds its own from the config file
-the environment names (``worker_app``), since engines, connection pools and
-telemetry writers cannot cross processes; their metrics meet in a private
-folder the supervisor makes (``SHARE_DIR_ENV``), so any worker's ``/metrics``
-reports them all. The simulator is imported for ``--demo`` only.
+The gateway is composed in ``compose`` (``Composer``): per process, what
+lives as long as it (transport, metrics, telemetry); per config, the engine
+and gateway, swapped on SIGHUP without dropping a call (``reloading``,
+``server.reload``). With ``--workers N`` each uvicorn worker builds its own
+from the config the supervisor checked and published (``worker_app``), since
+engines, connection pools and telemetry writers cannot cross processes; their
+metrics meet in a private folder the supervisor makes (``SHARE_DIR_ENV``), so
+any worker's ``/metrics`` reports them all. The server says who it is and how
+its last reload went in a status file in the run folder (``rundir``), which
+``laneway reload`` reads. The simulator is imported for ``--demo`` only.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import logging
 import os
 import shutil
 import signal
 import socket
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
 import uvicorn
-from uvicorn.supervisors import Multiprocess
 
-from laneway.app import ObserverFactory, assemble, build_lanes
-from laneway.config.load import load_config
+from laneway.app import build_lanes
+from laneway.cli.compose import build_gateway
+from laneway.cli.loaded import (
+    Bind,
+    LoadedConfig,
+    bind_refusal,
+    check_config,
+    is_loopback,
+    read_config,
+)
+from laneway.cli.rundir import StatusFile, run_dir, write_pidfile
+from laneway.cli.served import Served, worker_gateway
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
-from laneway.core.records import RecordPricer
-from laneway.core.redact import redact_logs
 from laneway.core.units import format_duration
 from laneway.metrics import SHARE_DIR_ENV
-from laneway.server import Gateway, KeyRing, lane_states, uvicorn_config
-from laneway.server.access_log import AccessLog, LogFormat
-from laneway.server.limits import key_limits
-from laneway.server.protocol import CONNECTIONS, ConnectionLimits
+from laneway.server import KeyRing, lane_states, uvicorn_config
+from laneway.server.access_log import LogFormat
+from laneway.server.protocol import ConnectionLimits, LimitedConfig
+from laneway.server.reload import ReloadingGateway
 from laneway.server.run import connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url
 from laneway.tracing.setup import check_tracing, describe_tracing
 
+__all__ = ["bind_refusal", "build_gateway", "is_loopback", "main", "worker_app"]
+
 DEFAULT_CONFIG = "laneway.yaml"
-CONFIG_ENV = "LANEWAY_SERVE_CONFIG"
-"""The config file's absolute path, for workers (set by ``laneway serve --workers``)."""
+BIND_ENV = "LANEWAY_SERVE_BIND"
+"""For workers: ``1`` or ``0`` (``--insecure``) then the host, for a reload's bind check."""
 WORKER_FACTORY = "laneway.cli.serve:worker_app"
 ACCESS_LOG_ENV = "LANEWAY_ACCESS_LOG"
 """The access log's format for workers (``json`` or ``text``; unset: none)."""
@@ -92,10 +99,15 @@ def _clean_up_on_sigterm(clean_up: Callable[[], None]) -> None:
 
     uvicorn handles SIGTERM itself (drain, flush) and then re-raises it under the
     handler it found, which would end the process before any ``finally`` runs.
+    A clean-up installed earlier (the demo's) runs after this one.
     """
+    previous = signal.getsignal(signal.SIGTERM)
 
     def handler(signum: int, frame: FrameType | None) -> None:
         clean_up()
+        if callable(previous):
+            previous(signum, frame)
+            return
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
@@ -129,6 +141,12 @@ def parser() -> argparse.ArgumentParser:
         default="info",
         help="info (default) logs every call; warning and error keep only problems",
     )
+    p.add_argument("--pidfile", help="write the server's pid to this file (removed at exit)")
+    p.add_argument(
+        "--run-dir",
+        help="folder of the status file laneway reload reads (default: $LANEWAY_RUN_DIR, "
+        "$RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR/laneway, else <tmp>/laneway-<uid>)",
+    )
     return p
 
 
@@ -138,28 +156,30 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         print(f"error: no {DEFAULT_CONFIG} in this folder.\n{GET_A_CONFIG}", file=sys.stderr)
         return 1
     try:
-        config, environ = load_config(path)
+        loaded = read_config(path.absolute())
         check_tracing(os.environ)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    config = loaded.config
     host = args.host or config.server.host
     port = config.server.port if args.port is None else args.port
-    refusal = _refusal(args, host, config) or bind_problem(host, port)
+    bind = Bind(host, args.insecure)
+    refusal = _refusal(args, bind, loaded) or bind_problem(host, port)
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    app: Gateway | str = WORKER_FACTORY
     access: LogFormat | None = args.log_format if args.log_level in ("debug", "info") else None
-    share: Path | None = None
+    status = StatusFile(run_dir(args.run_dir), os.getpid())
+    served = Served(loaded, bind, access, status)
+    app: ReloadingGateway | str = WORKER_FACTORY
     if args.workers > 1:
-        os.environ[CONFIG_ENV] = str(path.absolute())  # workers inherit the environment
         os.environ[ACCESS_LOG_ENV] = access or ""
-        share = Path(tempfile.mkdtemp(prefix="laneway-metrics-"))  # private: mode 0700
-        os.environ[SHARE_DIR_ENV] = str(share)
+        os.environ[BIND_ENV] = f"{int(bind.insecure)}{bind.host}"
     else:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the loop answers it (startup)
         try:
-            app = build_gateway(config, environ, config_dir(path), access_log=access)
+            app = served.single_process()
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -175,21 +195,35 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     sock = settings.bind_socket()
     sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
     url = _url(host, sock.getsockname()[1])
+    served.started(url, args.workers)
     where = config_dir(path)
-    text = banner(config, environ, url, args.workers, where, demo=path if demo else None)
-    print(text, flush=True)
+    text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
+    print(f"{text}\n{served.describe()}", flush=True)
+    pidfile = None if args.pidfile is None else Path(args.pidfile)
+
+    def clean_up() -> None:
+        served.stopped()
+        if pidfile is not None:
+            pidfile.unlink(missing_ok=True)
+
+    _clean_up_on_sigterm(clean_up)
     try:
-        _run(settings, sock)
+        if pidfile is not None:
+            write_pidfile(pidfile)
+        _run(settings, sock, served)
     finally:
-        if share is not None:
-            shutil.rmtree(share, ignore_errors=True)
+        clean_up()
     return 0
 
 
-def _refusal(args: argparse.Namespace, host: str, config: LanewayConfig) -> str | None:
+def _refusal(args: argparse.Namespace, bind: Bind, loaded: LoadedConfig) -> str | None:
     if args.workers < 1:
         return "--workers must be at least 1"
-    return bind_refusal(host, keyed=bool(config.server.keys), insecure=args.insecure)
+    try:
+        check_config(loaded, bind)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def bind_problem(host: str, port: int) -> str | None:
@@ -215,119 +249,30 @@ def bind_problem(host: str, port: int) -> str | None:
     return None
 
 
-def _run(settings: uvicorn.Config, sock: socket.socket) -> None:
+def _run(settings: LimitedConfig, sock: socket.socket, served: Served) -> None:
     """Serve on ``sock`` (one process, or a supervisor and its workers) until stopped."""
     try:
         if settings.workers > 1:
-            Supervisor(settings, sockets=[sock]).run()
+            served.supervisor(settings, sock).run()
         else:
-            signal.signal(signal.SIGHUP, _ignore_hangup)
             uvicorn.Server(settings).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
 
 
-HANGUP_IGNORED = (
-    "SIGHUP ignored: laneway serve has no reload; calls in flight go on "
-    "(restart the process to apply a changed config)"
-)
-
-
-def _ignore_hangup(signum: int, frame: object) -> None:
-    log.warning(HANGUP_IGNORED)
-
-
-class Supervisor(Multiprocess):
-    """uvicorn's worker supervisor, except that SIGHUP restarts no worker (see ``_run``)."""
-
-    def handle_hup(self) -> None:
-        """Log and carry on: a restart would cut the workers' calls in flight."""
-        log.warning(HANGUP_IGNORED)
-
-
-def worker_app() -> Gateway:
-    """Build one worker's gateway from the config file ``laneway serve`` named."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor logs it; see Supervisor
-    path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
-    config, environ = load_config(path)
+def worker_app() -> ReloadingGateway:
+    """Build one worker's gateway from the config the supervisor published."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the loop answers it (startup)
+    share = Path(os.environ[SHARE_DIR_ENV])
     access = os.environ.get(ACCESS_LOG_ENV) or None
     log_format: LogFormat | None = "text" if access == "text" else "json" if access else None
-    share = os.environ.get(SHARE_DIR_ENV)
-    base_dir = config_dir(path)
-    return build_gateway(
-        config, environ, base_dir, access_log=log_format, share=Path(share) if share else None
-    )
-
-
-def build_gateway(
-    config: LanewayConfig,
-    environ: Mapping[str, str],
-    base_dir: Path,
-    *,
-    access_log: LogFormat | None = None,
-    share: Path | None = None,
-) -> Gateway:
-    """The gateway over the assembled engine, pricing, telemetry, metrics and cache.
-
-    ``base_dir`` is the config file's folder: relative telemetry and cache
-    paths start there. The telemetry writer (``None`` when ``telemetry.url``
-    is off) is started and flushed by the gateway's lifespan. ``access_log``
-    writes one line per call to stderr in that format (``None``: no access log).
-    Every log record and telemetry row of the process is redacted of the
-    configuration's secrets from here on (access-log fields are redacted as
-    they enter: request ids at the edge, upstream text at the transport).
-    ``share`` is the folder where workers pool their metrics (``None``: one process).
-    Spans are exported when the ``laneway[otel]`` extra is installed and the
-    process's ``OTEL_*`` variables ask for traces (read by the SDK itself).
-    """
-    built = assemble(
-        config,
-        environ,
-        base_dir,
-        access_log=None if access_log is None else _access_log(access_log),
-        share=share,
-        tracing=True,
-    )
-    redact_logs(built.redactor)
-    built.metrics.watch_connections(CONNECTIONS)
-    engine = built.engine
-    limits = key_limits(config, engine.clock, pricer=built.pricer)  # the prices found once
-    return Gateway(engine, environ, metrics=built.metrics, telemetry=built.telemetry, limits=limits)
-
-
-def _access_log(log_format: LogFormat) -> ObserverFactory:
-    """The access log to stderr in ``log_format``, pricing with the assembly's pricer."""
-
-    def make(price: RecordPricer) -> AccessLog:
-        return AccessLog(price, sys.stderr, log_format)
-
-    return make
+    bound = os.environ.get(BIND_ENV, "0127.0.0.1")
+    return worker_gateway(share, Bind(bound[1:], bound[0] == "1"), log_format)
 
 
 def config_dir(path: Path) -> Path:
     """The folder of the config file at ``path`` (absolute; symlinks not followed)."""
     return path.absolute().parent
-
-
-def bind_refusal(host: str, *, keyed: bool, insecure: bool) -> str | None:
-    """Why listening on ``host`` is refused, or ``None``: a keyless gateway stays on loopback."""
-    if keyed or insecure or is_loopback(host):
-        return None
-    return (
-        f"refusing to listen on {host}: no server.keys are configured, so anyone who can "
-        "reach this address could spend your upstream keys; configure server.keys, "
-        "bind a loopback address, or pass --insecure"
-    )
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def banner(

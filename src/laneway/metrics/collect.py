@@ -112,6 +112,24 @@ class StateReport(Protocol):
 
 
 @dataclass(slots=True)
+class ConfigFigures:
+    """The configuration this process serves (``generation`` 0: not told) and its reloads.
+
+    ``generation`` counts the configs served since start (1 at start, one more
+    per reload applied); ``hash`` names the config file's content.
+    """
+
+    generation: int = 0
+    hash: str = ""
+    reloads: dict[str, int] = field(default_factory=dict)
+    """Reloads by outcome (``applied``, ``refused``), where this process decides them."""
+
+    def reloaded(self, outcome: str) -> None:
+        """Count one reload that ended in ``outcome``."""
+        self.reloads[outcome] = self.reloads.get(outcome, 0) + 1
+
+
+@dataclass(slots=True)
 class _Histogram:
     """Bucket counts (not cumulative) and the sum of one labelled histogram."""
 
@@ -138,8 +156,12 @@ class Metrics:
         self._key_labels: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {}
         self.history = History()
         """The last hour per lane and source, for the status page."""
+        self.config = ConfigFigures()
+        self.key_refusals: Mapping[tuple[str, str], int] | None = None
+        self.state: StateReport | None = None
         self.registry = CollectorRegistry()
         self.registry.register(_CallCollector(self))
+        self.registry.register(_ConfigCollector(self.config))
 
     def observe(self, record: CallRecord) -> None:
         """Count one finished call."""
@@ -172,16 +194,26 @@ class Metrics:
         self.registry.register(_ConnectionCollector(report))
 
     def watch_key_refusals(self, refusals: Mapping[tuple[str, str], int]) -> None:
-        """Report calls refused by key limits, by (key, limit), read from ``refusals`` at scrape."""
-        self.registry.register(_KeyRefusalCollector(refusals))
+        """Report calls refused by key limits, by (key, limit), read from ``refusals`` at scrape.
+
+        A later call (a reloaded config's limits) reads the new mapping instead.
+        """
+        if self.key_refusals is None:
+            self.registry.register(_KeyRefusalCollector(self))
+        self.key_refusals = refusals
 
     def watch_queue(self, queue: QueueReport) -> None:
         """Report the telemetry queue's depth, drops, writes and failures at each scrape."""
         self.registry.register(_QueueCollector(queue))
 
     def watch_state(self, state: StateReport) -> None:
-        """Report whether shared state (Redis) answers, and its outages, at each scrape."""
-        self.registry.register(_StateCollector(state))
+        """Report whether shared state (Redis) answers, and its outages, at each scrape.
+
+        A later call (a reload that opened another store) reports that one instead.
+        """
+        if self.state is None:
+            self.registry.register(_StateCollector(self))
+        self.state = state
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type (every worker's, when shared)."""
@@ -313,8 +345,8 @@ def _cumulative(histogram: _Histogram) -> list[tuple[str, float]]:
 class _KeyRefusalCollector(Collector):
     """Calls refused by key limits, read from the limits' own dict when scraped."""
 
-    def __init__(self, refusals: Mapping[tuple[str, str], int]) -> None:
-        self.refusals = refusals
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
 
     def collect(self) -> Iterable[Metric]:
         family = CounterMetricFamily(
@@ -322,7 +354,7 @@ class _KeyRefusalCollector(Collector):
             "Calls refused by a key's limits before any upstream request, by limit.",
             labels=["key", "limit"],
         )
-        for (key, limit), count in sorted(self.refusals.items()):
+        for (key, limit), count in sorted((self.metrics.key_refusals or {}).items()):
             family.add_metric([key, limit], count)
         yield family
 
@@ -380,11 +412,13 @@ class _ConnectionCollector(Collector):
 class _StateCollector(Collector):
     """Reads the shared-state store's health when scraped."""
 
-    def __init__(self, state: StateReport) -> None:
-        self.state = state
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
 
     def collect(self) -> Iterable[Metric]:
-        s = self.state
+        s = self.metrics.state
+        if s is None:
+            return
         yield GaugeMetricFamily(
             "laneway_state_backend_up",
             "1 while shared state (Redis) answers, 0 while quotas run on local shares.",
@@ -402,3 +436,37 @@ class _StateCollector(Collector):
             yield GaugeMetricFamily(
                 "laneway_state_replicas", "Replicas last seen in shared state.", value=s.replicas
             )
+
+
+class _ConfigCollector(Collector):
+    """The served config's generation and hash, and the reloads, when scraped."""
+
+    def __init__(self, figures: ConfigFigures) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterable[Metric]:
+        f = self.figures
+        if f.generation:
+            yield GaugeMetricFamily(
+                "laneway_config_generation",
+                "Configs served since start (1 at start, +1 per reload); across workers, "
+                "the lowest, so it moves when every worker serves the new config.",
+                value=f.generation,
+            )
+            info = GaugeMetricFamily(
+                "laneway_config_info",
+                "Workers serving the config of this hash (sha256 of the file, 12 digits).",
+                labels=["hash"],
+            )
+            info.add_metric([f.hash], 1)
+            yield info
+        if f.reloads:
+            reloads = CounterMetricFamily(
+                "laneway_config_reloads",
+                "Reloads (SIGHUP, laneway reload) by outcome: applied, or refused with "
+                "the old config still serving.",
+                labels=["outcome"],
+            )
+            for outcome, count in sorted(f.reloads.items()):
+                reloads.add_metric([outcome], count)
+            yield reloads

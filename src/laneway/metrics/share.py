@@ -36,9 +36,11 @@ GAUGE_MAX_AGE = 5.0
 COMBINE: dict[str, Callable[[float, float], float]] = {
     "laneway_state_backend_up": min,
     "laneway_state_replicas": max,
+    "laneway_config_generation": min,
 }
 """Gauges merged otherwise than by sum: shared state is up only if every worker
-reaches it, and every worker sees the same replicas (the freshest count is the highest)."""
+reaches it, every worker sees the same replicas (the freshest count is the highest),
+and the server serves a config generation once every worker does (the lowest)."""
 
 _Key = tuple[str, tuple[tuple[str, str], ...]]
 

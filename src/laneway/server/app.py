@@ -73,7 +73,7 @@ from laneway.server.asgi import (
 from laneway.server.browsers import BrowserGuard
 from laneway.server.dialect import OPENAI_CHAT, Dialect, InboundChat
 from laneway.server.errors import Refused, call_headers
-from laneway.server.health import lane_states, readiness_body
+from laneway.server.health import ConfigId, lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing, model_body
 from laneway.server.limits import UNLIMITED, KeyLimits, LimitedCall, key_limits
 from laneway.server.ocr_mistral import parse_ocr_request
@@ -150,6 +150,7 @@ class Gateway:
         metrics: Metrics | None = None,
         telemetry: TelemetryWriter | None = None,
         limits: KeyLimits | None = None,
+        config_id: ConfigId | None = None,
     ) -> None:
         server = engine.config.server
         self.engine = engine
@@ -165,9 +166,13 @@ class Gateway:
             metrics.watch_key_refusals(self.limits.refusals)
         self.states = lane_states(engine.lanes, engine.config.fallback_chain)
         self.redactor = engine.redactor
-        status, body = readiness_body(self.states, self.keys.problems, server.ready)
+        self.config_id = config_id
+        status, body = readiness_body(self.states, self.keys.problems, server.ready, config_id)
         self._ready = status, self.redactor.bytes(body)
-        self._ready_summary = orjson.dumps({"ready": self._ready[0] == 200})
+        summary: dict[str, object] = {"ready": status == 200}
+        if config_id is not None:
+            summary["config"] = config_id.as_dict()
+        self._ready_summary = orjson.dumps(summary)
         self.browsers = BrowserGuard(server, open_gateway=self.keys.open)
         self._all_lanes = frozenset(engine.lanes)
         api: dict[str, tuple[str, Handler]] = {
@@ -284,22 +289,36 @@ class Gateway:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.telemetry is not None:
-                    self.telemetry.start()
-                if self.metrics is not None and self.metrics.share is not None:
-                    self._sharing = asyncio.create_task(self.metrics.share_snapshots())
-                _freeze_startup_heap()
+                self.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 try:
-                    await self._flush_telemetry()
-                    await self._last_snapshot()
+                    await self.flush()
                 finally:
-                    await self.engine.aclose()
-                    if self.limits is not None:
-                        await self.limits.ledger.aclose()
+                    await self.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def start(self) -> None:
+        """Start the telemetry writer and the metrics snapshots (in the server's loop)."""
+        if self.telemetry is not None:
+            self.telemetry.start()
+        if self.metrics is not None and self.metrics.share is not None:
+            self._sharing = asyncio.create_task(self.metrics.share_snapshots())
+        _freeze_startup_heap()
+
+    async def flush(self) -> None:
+        """At shutdown: the queued telemetry (bounded), then a last metrics snapshot."""
+        await self._flush_telemetry()
+        await self._last_snapshot()
+
+    async def close(self) -> None:
+        """Close the engine and the key ledger."""
+        try:
+            await self.engine.aclose()
+        finally:
+            if self.limits is not None:
+                await self.limits.ledger.aclose()
 
     async def _last_snapshot(self) -> None:
         """Stop the snapshots and write the final figures, so the other workers count them."""

@@ -1,9 +1,10 @@
 """Liveness and readiness: which lanes can run, and for those that cannot, why.
 
 Readiness is fixed when the engine is built (a key variable is set or it is
-not), so both answers are rendered once, at start. A lane that is not ready
-still serves when a lane of its ``fallback_lanes`` chain is ready: calls go
-straight there (``laneway.engine.fallback``), so it counts toward readiness.
+not), so both answers are rendered once, at start (and again for each
+reloaded config, whose generation and hash they name). A lane that is not
+ready still serves when a lane of its ``fallback_lanes`` chain is ready: calls
+go straight there (``laneway.engine.fallback``), so it counts toward readiness.
 """
 
 from __future__ import annotations
@@ -15,6 +16,18 @@ from typing import Literal
 import orjson
 
 from laneway.engine.lane import Lane
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigId:
+    """Which config a gateway serves: its generation (1 at start, +1 per reload) and hash."""
+
+    generation: int
+    hash: str
+
+    def as_dict(self) -> dict[str, int | str]:
+        """The ``config`` member of ``/readyz`` answers."""
+        return {"generation": self.generation, "hash": self.hash}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +68,10 @@ def lane_states(
 
 
 def readiness_body(
-    states: list[LaneState], key_problems: list[str], need: Literal["all", "any"] = "all"
+    states: list[LaneState],
+    key_problems: list[str],
+    need: Literal["all", "any"] = "all",
+    config: ConfigId | None = None,
 ) -> tuple[int, bytes]:
     """``GET /readyz``: 200 when every lane can serve (``any``: one can), else 503; the body
     says why.
@@ -64,7 +80,8 @@ def readiness_body(
     serve: it counts as such, and the body names the lane serving it
     (``serves_via``). The body lists every lane and why it is not ready
     either way, so a deployment that accepts some lanes down
-    (``server.ready: any``) still sees them.
+    (``server.ready: any``) still sees them. ``config`` (when served by
+    ``laneway serve``) names the config in force.
     """
     lanes = {
         state.name: {
@@ -76,5 +93,12 @@ def readiness_body(
         for state in states
     }
     ready = (all if need == "all" else any)(state.servable for state in states)
-    body = {"ready": ready, "need": need, "lanes": lanes, "key_problems": key_problems}
+    body: dict[str, object] = {
+        "ready": ready,
+        "need": need,
+        "lanes": lanes,
+        "key_problems": key_problems,
+    }
+    if config is not None:
+        body["config"] = config.as_dict()
     return (200 if ready else 503), orjson.dumps(body)

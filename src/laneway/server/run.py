@@ -9,6 +9,7 @@ from typing import Any
 from laneway.config.models import ServerConfig
 from laneway.server.app import Gateway
 from laneway.server.protocol import ConnectionLimits, GatewayProtocol, LimitedConfig
+from laneway.server.reload import ReloadingGateway
 
 MAX_CONNECTIONS_CEILING = 4096
 """The default ``server.max_connections`` never exceeds this, whatever the fd limit."""
@@ -63,7 +64,7 @@ def default_max_connections() -> int:
 
 
 def uvicorn_config(
-    app: Gateway | str,
+    app: Gateway | ReloadingGateway | str,
     *,
     host: str,
     port: int,
@@ -77,8 +78,9 @@ def uvicorn_config(
     No proxy-header rewriting (the gateway never reads client addresses) and
     no ``server`` header: both cost time on every request for nothing.
 
-    ``app`` is a ``Gateway``, or for ``workers`` > 1 the import string of a
-    factory that builds one in each worker. SIGTERM stops accepting, lets calls
+    ``app`` is a ``Gateway`` (or a ``ReloadingGateway`` over successive ones),
+    or for ``workers`` > 1 the import string of a factory that builds one in
+    each worker. SIGTERM stops accepting, lets calls
     in flight finish for up to ``drain_timeout`` (uvicorn counts whole seconds,
     so it is rounded up), then the lifespan shutdown closes the engine.
     ``limits`` are the per-process connection limits (defaults when ``None``);

@@ -7,7 +7,7 @@ Times are the clock's monotonic seconds.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from laneway.core.clock import TimeSource
@@ -137,6 +137,18 @@ class MemoryStore:
         now = self.clock.now()
         state.window.expire(ask.window, now)
         state.window.add(Entry(ask.ticket, now, ask.tokens if tokens is None else tokens))
+
+    def adopt(self, other: MemoryStore, keys: Iterable[tuple[str, str]]) -> None:
+        """Take over ``other``'s state of each ``(scope, source)`` in ``keys`` (a config reload).
+
+        The state objects themselves are shared, not copied: a call still running
+        on the old configuration settles its reservation where the new one counts.
+        Keys ``other`` never saw are skipped.
+        """
+        for key in keys:
+            state = other._sources.get(key)
+            if state is not None:
+                self._sources[key] = state
 
     def forget_outcomes(self) -> None:
         """Drop outcome logs and probe leases (after a replay), keeping the quota windows."""

@@ -1,0 +1,134 @@
+"""``Supervisor``: uvicorn's worker supervisor, with SIGHUP as a reload of every worker.
+
+uvicorn's own SIGHUP restarts every worker, which cuts their calls in flight.
+Here the supervisor reads and checks the config file once: a bad one is
+refused with one log line and no worker hears of it. A good one is published
+to the workers (``reloading.WorkerConfigs``) and each is sent SIGHUP, which it
+answers by swapping the new config in place: no worker restarts, no
+connection drops. The supervisor's loop (every half second) collects the
+workers' acknowledgements and writes the outcome to the status file; it
+counts reloads in its own metrics snapshot, which every worker's scrape adds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+
+from uvicorn.supervisors import Multiprocess
+
+from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config
+from laneway.cli.reloading import WorkerConfigs
+from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.core.errors import ConfigError
+from laneway.metrics import Metrics, SharedFolder
+from laneway.server.protocol import LimitedConfig
+
+log = logging.getLogger("laneway.serve")
+
+ACK_TIMEOUT = 60.0
+"""Seconds the supervisor waits for every worker to say it serves a published config."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A published generation not yet acknowledged by every worker."""
+
+    generation: int
+    hash: str
+    due: float
+
+
+class Supervisor(Multiprocess):
+    """Runs the workers; SIGHUP reloads the config in each of them (see the module doc)."""
+
+    def __init__(
+        self,
+        config: LimitedConfig,
+        sockets: list[socket.socket],
+        *,
+        first: LoadedConfig,
+        bind: Bind,
+        configs: WorkerConfigs,
+        status: StatusFile,
+        initial: ServerStatus,
+    ) -> None:
+        super().__init__(config, sockets)
+        self.path = first.path
+        self.bind = bind
+        self.configs = configs
+        self.status = status
+        self.state = initial
+        self.generation = 1
+        self.pending: _Pending | None = None
+        self.metrics = Metrics(share=SharedFolder(configs.folder.parent, pid=os.getpid()))
+        configs.publish(1, first)
+
+    def handle_hup(self) -> None:
+        """Check the file; refuse it, or publish it and tell every worker."""
+        try:
+            loaded = read_config(self.path)
+            check_config(loaded, self.bind)
+        except ConfigError as exc:
+            log.error(
+                "reload refused; still serving config generation %d (%s): %s",
+                self.state.generation,
+                self.state.hash,
+                exc,
+            )
+            self._finish(self.state.refused(str(exc)), "refused")
+            return
+        self.generation += 1
+        self.configs.publish(self.generation, loaded)
+        self.pending = _Pending(self.generation, loaded.hash, time.monotonic() + ACK_TIMEOUT)
+        for process in self.processes:
+            if process.pid is not None:
+                os.kill(process.pid, signal.SIGHUP)
+        log.info(
+            "config generation %d (%s) sent to %d worker(s)",
+            self.generation,
+            loaded.hash,
+            len(self.processes),
+        )
+
+    def keep_subprocess_alive(self) -> None:
+        """uvicorn's worker watch, then the acknowledgements of a reload under way."""
+        super().keep_subprocess_alive()
+        if self.pending is not None:
+            self._collect(self.pending)
+
+    def _collect(self, pending: _Pending) -> None:
+        acks = {p.pid: self.configs.acknowledged(p.pid) for p in self.processes if p.pid}
+        errors = [f"worker {pid}: {error}" for pid, (_, error) in acks.items() if error]
+        if all(generation >= pending.generation for generation, _ in acks.values()):
+            log.warning(
+                "config reloaded: generation %d (%s) in every worker",
+                pending.generation,
+                pending.hash,
+            )
+            self._finish(self.state.reloaded(pending.generation, pending.hash), "applied")
+        elif errors:
+            reason = "; ".join(errors)
+            log.error("reload of generation %d failed in a worker: %s", pending.generation, reason)
+            self._finish(self.state.refused(reason), "refused")
+        elif time.monotonic() > pending.due:
+            late = [pid for pid, (g, _) in acks.items() if g < pending.generation]
+            reason = (
+                f"worker(s) {', '.join(map(str, late))} did not load it within {ACK_TIMEOUT:.0f} s"
+            )
+            log.error("reload of generation %d: %s", pending.generation, reason)
+            self._finish(self.state.refused(reason), "refused")
+
+    def _finish(self, state: ServerStatus, outcome: str) -> None:
+        self.pending = None
+        self.state = state
+        self.metrics.config.reloaded(outcome)
+        try:
+            self.metrics.write_snapshot()
+            self.status.write(state)
+        except OSError as exc:
+            log.warning("reload outcome not recorded: %s", exc)
