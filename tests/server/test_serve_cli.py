@@ -21,7 +21,9 @@ import orjson
 
 from laneway.cli import serve, spend
 from laneway.cli.demo import PNG_1X1, write_demo_config
-from laneway.server import Gateway
+from laneway.cli.loaded import read_config
+from laneway.cli.reloading import WorkerConfigs
+from laneway.metrics import SHARE_DIR_ENV
 from laneway.telemetry import SqliteTelemetryStore
 from tests.helpers import sim_url, unique_spec
 
@@ -147,21 +149,29 @@ def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
         assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
-def test_worker_factory_builds_from_the_config_file_named(tmp_path, monkeypatch) -> None:
+def test_worker_factory_builds_the_config_the_supervisor_published(tmp_path, monkeypatch) -> None:
     config = tmp_path / "laneway.yaml"
     config.write_text(
         "lanes:\n  a:\n    sources:\n      - {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
     )
-    monkeypatch.setenv(serve.CONFIG_ENV, str(config))
-    gateway = serve.worker_app()
-    assert isinstance(gateway, Gateway) and list(gateway.engine.lanes) == ["a"]
+    share = tmp_path / "workers"
+    share.mkdir()
+    monkeypatch.setenv(SHARE_DIR_ENV, str(share))
+    configs = WorkerConfigs(share)
+    configs.publish(3, read_config(config))
+    config.write_text("not: [what the supervisor checked")  # the worker reads the published text
+    app = serve.worker_app()
+    gateway = app.current.gateway
+    assert list(gateway.engine.lanes) == ["a"]
+    assert gateway.config_id is not None and gateway.config_id.generation == 3
+    assert configs.acknowledged(os.getpid()) == (3, None)
     assert gateway.metrics is not None and gateway.telemetry is not None
     store = gateway.telemetry.store
     assert isinstance(store, SqliteTelemetryStore) and store.path == tmp_path / "laneway.sqlite3"
     demo = tmp_path / "demo"
     demo.mkdir()
-    monkeypatch.setenv(serve.CONFIG_ENV, str(write_demo_config("http://127.0.0.1:9", demo)))
-    assert "demo-chat" in serve.worker_app().engine.lanes
+    configs.publish(4, read_config(write_demo_config("http://127.0.0.1:9", demo)))
+    assert "demo-chat" in serve.worker_app().current.gateway.engine.lanes
 
 
 def test_usage_errors_exit_before_serving(tmp_path, capsys) -> None:

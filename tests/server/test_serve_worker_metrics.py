@@ -47,7 +47,7 @@ def scrape(url: str, path: str = "/metrics") -> str:
 def per_worker(folder: Path) -> list[float]:
     """Each worker's own call count, from its snapshot file."""
     counts = []
-    for path in sorted(folder.glob("laneway-metrics-*/*.json")):
+    for path in sorted(folder.glob("laneway-workers-*/*.json")):
         families = orjson.loads(path.read_bytes())["families"]
         counts.append(
             sum(
@@ -96,4 +96,4 @@ def test_a_scrape_reports_every_worker(sim, tmp_path) -> None:
             assert status["lanes"][0]["hour"]["requests"] == sent
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
-    assert not list(tmp_path.glob("laneway-metrics-*"))  # the supervisor removed its folder
+    assert not list(tmp_path.glob("laneway-workers-*"))  # the supervisor removed its folder

@@ -40,7 +40,7 @@ from laneway.server.health import ConfigId
 from laneway.server.limits import key_limits
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
-from laneway.state import FallbackStore, MemoryStore, SourceStore, open_store
+from laneway.state import MemoryStore, SourceStore, open_store
 from laneway.state.keys import KeyLedger, open_key_ledger
 from laneway.telemetry import writer_for
 from laneway.tracing.setup import observer_from_env
@@ -151,8 +151,11 @@ class Composer:
         if config_id is not None:
             self.metrics.config.generation = config_id.generation
             self.metrics.config.hash = config_id.hash
-        if isinstance(store, FallbackStore):
-            self.metrics.watch_state(store)
+        if config.state.url is not None:  # Redis: its driver is imported only then
+            from laneway.state import FallbackStore
+
+            if isinstance(store, FallbackStore):
+                self.metrics.watch_state(store)
         return self.current
 
     def _carry(self, old: Gateway, engine: Engine) -> None:

@@ -86,7 +86,9 @@ class Supervisor(Multiprocess):
         self.configs.publish(self.generation, loaded)
         self.pending = _Pending(self.generation, loaded.hash, time.monotonic() + ACK_TIMEOUT)
         for process in self.processes:
-            if process.pid is not None:
+            # A worker that has not yet said which config it serves is still starting: SIGHUP
+            # could end it before it ignores the signal, and it loads the newest config anyway.
+            if process.pid is not None and self.configs.acknowledged(process.pid)[0]:
                 os.kill(process.pid, signal.SIGHUP)
         log.info(
             "config generation %d (%s) sent to %d worker(s)",
