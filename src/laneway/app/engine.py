@@ -26,7 +26,7 @@ from laneway.core.transport import Transport
 from laneway.engine.gateway import Engine
 from laneway.engine.redaction import RedactingTransport
 from laneway.http.aiohttp import AiohttpTransport
-from laneway.state import open_store
+from laneway.state import SourceStore, open_store
 
 
 def open_transport() -> Transport:
@@ -47,6 +47,7 @@ def build_engine(
     observers: Sequence[CallObserver] = (),
     price: RecordPricer = no_prices,
     redactor: Redactor | None = None,
+    source_store: SourceStore | None = None,
 ) -> Engine:
     """The engine of ``config``, its secrets read from ``environ``.
 
@@ -56,6 +57,8 @@ def build_engine(
     ``open_transport()``; ``cache`` replaces the store ``cache.url`` names,
     and ``fresh`` keeps no cache at all (every call reaches the upstream).
     ``observers`` receive every finished call, priced by ``price``.
+    ``source_store`` replaces the store ``state.url`` names (a reload keeps its
+    Redis store).
     """
     clock = clock or SystemClock()
     redactor = redactor or redactor_for(config, environ)
@@ -69,7 +72,7 @@ def build_engine(
         config,
         build_lanes(config, environ),
         transport=wire,
-        store=open_store(config.state.url, clock, config.state.fallback_share),
+        store=source_store or open_store(config.state.url, clock, config.state.fallback_share),
         cache=GuardedCache(store, clock),
         clock=clock,
         rng=rng,

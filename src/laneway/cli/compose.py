@@ -17,35 +17,44 @@ the config file's folder.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from laneway.accounting.pricer import Pricer
-from laneway.cache import CacheStore, open_cache
+from laneway.app import ObserverFactory, assemble, build_engine, open_transport
+from laneway.app.carry import carry_states
+from laneway.cache import CacheStore, GuardedCache
 from laneway.config.models import LanewayConfig
 from laneway.config.secrets import configured_secrets
-from laneway.core.clock import SystemClock
-from laneway.core.records import CallObserver
+from laneway.core.clock import Clock
+from laneway.core.records import CallObserver, RecordPricer
 from laneway.core.redact import Redactor, redact_logs
-from laneway.engine.carry import carry_states
 from laneway.engine.gateway import Engine
-from laneway.http.aiohttp import AiohttpTransport
-from laneway.metrics import Metrics, SharedFolder
+from laneway.metrics import Metrics
 from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.health import ConfigId
 from laneway.server.limits import key_limits
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
-from laneway.state import MemoryStore, SourceStore, open_store
-from laneway.state.keys import KeyLedger, open_key_ledger
-from laneway.telemetry import writer_for
-from laneway.tracing.setup import observer_from_env
+from laneway.state import MemoryStore, SourceStore
+from laneway.state.keys import KeyLedger
+from laneway.telemetry import TelemetryWriter
 
 log = logging.getLogger("laneway.serve")
+
+
+@dataclass(frozen=True, slots=True)
+class _Process:
+    """What the first config's assembly made that serves every config of the process."""
+
+    pricer: Pricer
+    metrics: Metrics
+    writer: TelemetryWriter | None
+    observers: list[CallObserver]
+    engine_clock: Clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,46 +71,40 @@ class Composer:
     """Builds the gateway of each config one ``laneway serve`` process serves.
 
     ``base_dir`` is the config file's folder: relative telemetry and cache
-    paths start there. The telemetry writer (``None`` when ``telemetry.url``
-    is off) is started and flushed by the gateway's lifespan. ``access_log``
-    writes one line per call to stderr in that format (``None``: no access log).
-    Every log record and telemetry row of the process is redacted of every
-    config's secrets from here on (access-log fields are redacted as they
-    enter: request ids at the edge, upstream text at the transport).
-    ``share`` is the folder where workers pool their metrics (``None``: one
-    process). Spans are exported when the ``laneway[otel]`` extra is installed
-    and the process's ``OTEL_*`` variables ask for traces (read by the SDK itself).
+    paths start there. The first config is assembled as the library's is
+    (``laneway.app.assemble``): the pricer, the telemetry writer (``None``
+    when ``telemetry.url`` is off; started and flushed by the gateway's
+    lifespan), the metrics and the observers it makes serve every later
+    config too. ``access_log`` writes one line per call to stderr in that
+    format (``None``: no access log). Every log record and telemetry row of
+    the process is redacted of every config's secrets (access-log fields are
+    redacted as they enter: request ids at the edge, upstream text at the
+    transport). ``share`` is the folder where workers pool their metrics
+    (``None``: one process). Spans are exported when the ``laneway[otel]``
+    extra is installed and the process's ``OTEL_*`` variables ask for traces.
     """
 
     def __init__(
         self,
-        config: LanewayConfig,
-        environ: Mapping[str, str],
         base_dir: Path,
         *,
         access_log: LogFormat | None = None,
         share: Path | None = None,
     ) -> None:
         self.base_dir = base_dir
-        self.clock = SystemClock()
+        self.access_log = access_log
+        self.share = share
+        self.transport = open_transport()
         self._secrets: set[str] = set()
-        self.pricer = Pricer.for_lanes(config.lanes)
-        redactor = self._redactor(config, environ)
-        self.writer = writer_for(config.telemetry, base_dir, self.pricer.cost, redactor)
-        self.metrics = Metrics(self.pricer.cost, None if share is None else SharedFolder(share))
-        self.metrics.watch_connections(CONNECTIONS)
-        self.observers: list[CallObserver] = [self.metrics]
-        if access_log is not None:
-            self.observers.append(AccessLog(self.pricer.cost, sys.stderr, access_log))
-        if self.writer is not None:
-            self.metrics.watch_queue(self.writer)
-            self.observers.append(self.writer)
-        tracing = observer_from_env(os.environ)
-        if tracing is not None:
-            self.observers.append(tracing)
-        self.transport = AiohttpTransport()
         self.current: Generation | None = None
         self._kept: _Kept | None = None
+        self._process: _Process | None = None
+
+    @property
+    def metrics(self) -> Metrics:
+        """The process's metrics (made with the first config)."""
+        assert self._process is not None, "generation() comes first"
+        return self._process.metrics
 
     def generation(
         self, config: LanewayConfig, environ: Mapping[str, str], config_id: ConfigId | None
@@ -113,50 +116,75 @@ class Composer:
         touching what the generation in service uses: it stays in service.
         """
         kept, previous = self._kept, self.current
-        store = self._store(config, kept)
-        cache = kept.cache if kept is not None and config.cache == kept.config.cache else None
-        cache = cache or open_cache(config.cache.url, self.base_dir)
-        engine = Engine(
-            config,
-            environ,
-            self.transport,
-            clock=self.clock,
-            observers=self.observers,
-            cache=cache,
-            store=store,
-        )
+        redactor = self._redactor(config, environ)
+        if self._process is None:
+            engine, process = self._first(config, environ)
+        else:
+            process = self._process
+            engine = build_engine(
+                config,
+                environ,
+                base_dir=self.base_dir,
+                transport=self.transport,
+                cache=kept.cache if kept and config.cache == kept.config.cache else None,
+                clock=process.engine_clock,
+                observers=process.observers,
+                price=process.pricer.cost,
+                redactor=redactor,
+                source_store=self._shared_store(config, kept),
+            )
         if previous is not None:
             self._carry(previous.gateway, engine)
-            redactor = self._redactor(config, environ)
-            if self.writer is not None:
-                self.writer.redactor = redactor
-            self.pricer.update(config.lanes)
-        limits = key_limits(config, self.clock, pricer=self.pricer, ledger=self._ledger(config))
+            if process.writer is not None:
+                process.writer.redactor = redactor
+            process.pricer.update(config.lanes)
+        ledger = self._ledger(config)
+        limits = key_limits(config, engine.clock, pricer=process.pricer, ledger=ledger)
         if limits is not None and previous is not None and previous.gateway.limits is not None:
             limits.refusals = previous.gateway.limits.refusals  # counters go on across reloads
         gateway = Gateway(
             engine,
             environ,
-            metrics=self.metrics,
-            telemetry=self.writer,
+            metrics=process.metrics,
+            telemetry=process.writer,
             limits=limits,
             config_id=config_id,
         )
-        ledger = None if limits is None else limits.ledger
+        store = engine.loop.admission.store
+        cache = _raw_cache(engine)
         uses: list[Closable] = [self.transport, store, cache]
-        if ledger is not None:
-            uses.append(ledger)
+        if limits is not None:
+            uses.append(limits.ledger)
+        self._process = process
         self.current = Generation(gateway, uses)
-        self._kept = _Kept(config, store, cache, ledger)
+        self._kept = _Kept(config, store, cache, None if limits is None else limits.ledger)
         if config_id is not None:
-            self.metrics.config.generation = config_id.generation
-            self.metrics.config.hash = config_id.hash
+            process.metrics.config.generation = config_id.generation
+            process.metrics.config.hash = config_id.hash
         if config.state.url is not None:  # Redis: its driver is imported only then
             from laneway.state import FallbackStore
 
             if isinstance(store, FallbackStore):
-                self.metrics.watch_state(store)
+                process.metrics.watch_state(store)
         return self.current
+
+    def _first(self, config: LanewayConfig, environ: Mapping[str, str]) -> tuple[Engine, _Process]:
+        """The first config's engine, and what the process keeps from its assembly."""
+        built = assemble(
+            config,
+            environ,
+            self.base_dir,
+            transport=self.transport,
+            access_log=None if self.access_log is None else _access_log(self.access_log),
+            share=self.share,
+            tracing=True,
+        )
+        built.metrics.watch_connections(CONNECTIONS)
+        engine = built.engine
+        process = _Process(
+            built.pricer, built.metrics, built.telemetry, engine.recorder.observers, engine.clock
+        )
+        return engine, process
 
     def _carry(self, old: Gateway, engine: Engine) -> None:
         old_store = old.engine.loop.admission.store
@@ -176,23 +204,21 @@ class Composer:
         redact_logs(redactor)
         return redactor
 
-    def _store(self, config: LanewayConfig, kept: _Kept | None) -> SourceStore:
-        """Shared state (Redis) is kept while ``state:`` is unchanged; local state is new,
-        and ``carry_states`` moves the unchanged sources' states into it."""
-        same = kept is not None and config.state == kept.config.state
-        if same and kept is not None and not isinstance(kept.store, MemoryStore):
-            return kept.store
-        return open_store(config.state.url, self.clock, config.state.fallback_share)
+    def _shared_store(self, config: LanewayConfig, kept: _Kept | None) -> SourceStore | None:
+        """Shared state (Redis) is kept while ``state:`` is unchanged; local state is made
+        anew (``None``), and ``carry_states`` moves the unchanged sources' states into it."""
+        if kept is None or config.state != kept.config.state:
+            return None
+        return None if isinstance(kept.store, MemoryStore) else kept.store
 
     def _ledger(self, config: LanewayConfig) -> KeyLedger | None:
-        """The key ledger, the same one while ``state:`` is unchanged: every remaining key's
-        windows, slots and spend go on (a raised budget does not forget today's spend)."""
-        if not any(key.limited for key in config.server.keys):
-            return None
+        """The key ledger in service while ``state:`` is unchanged, so every remaining key's
+        windows, slots and spend go on (a raised budget does not forget today's spend);
+        ``None`` lets ``key_limits`` open the one ``state.url`` names."""
         kept = self._kept
         if kept is not None and kept.ledger is not None and config.state == kept.config.state:
             return kept.ledger
-        return open_key_ledger(config.state.url, self.clock)
+        return None
 
 
 def build_gateway(
@@ -204,5 +230,20 @@ def build_gateway(
     share: Path | None = None,
 ) -> Gateway:
     """The gateway of ``config`` alone, with no reloads (see ``Composer`` for the arguments)."""
-    composer = Composer(config, environ, base_dir, access_log=access_log, share=share)
+    composer = Composer(base_dir, access_log=access_log, share=share)
     return composer.generation(config, environ, None).gateway
+
+
+def _access_log(log_format: LogFormat) -> ObserverFactory:
+    """The access log to stderr in ``log_format``, pricing with the assembly's pricer."""
+
+    def make(price: RecordPricer) -> AccessLog:
+        return AccessLog(price, sys.stderr, log_format)
+
+    return make
+
+
+def _raw_cache(engine: Engine) -> CacheStore:
+    """The cache store under the engine's guard (kept by a reload that keeps ``cache.url``)."""
+    cache = engine.cache
+    return cache.store if isinstance(cache, GuardedCache) else cache

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from laneway.app import build_lanes
 from laneway.cache.factory import REDIS_SCHEMES
 from laneway.config.load import environment_for, parse_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.extras import require
-from laneway.engine.lane import build_lanes
 from laneway.server.keys import KeyRing
 from laneway.server.run import connection_limits
 

@@ -195,11 +195,14 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     sock = settings.bind_socket()
     sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
     url = _url(host, sock.getsockname()[1])
-    served.started(url, args.workers)
-    where = config_dir(path)
-    text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
-    print(f"{text}\n{served.describe()}", flush=True)
     pidfile = None if args.pidfile is None else Path(args.pidfile)
+    try:
+        if pidfile is not None:
+            write_pidfile(pidfile)
+    except OSError as exc:
+        print(f"error: cannot write --pidfile {pidfile}: {exc.strerror}", file=sys.stderr)
+        return 1
+    served.started(url, args.workers)
 
     def clean_up() -> None:
         served.stopped()
@@ -207,9 +210,11 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
             pidfile.unlink(missing_ok=True)
 
     _clean_up_on_sigterm(clean_up)
+    where = config_dir(path)
+    text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
+    *lines, ready = text.splitlines()
+    print("\n".join([*lines, served.describe(), ready]), flush=True)
     try:
-        if pidfile is not None:
-            write_pidfile(pidfile)
         _run(settings, sock, served)
     finally:
         clean_up()

@@ -53,9 +53,7 @@ class Served:
     def single_process(self) -> ReloadingGateway:
         """The gateway of one process, reloading the config file on SIGHUP."""
         loaded = self.loaded
-        composer = Composer(
-            loaded.config, loaded.environ, loaded.path.parent, access_log=self.access
-        )
+        composer = Composer(loaded.path.parent, access_log=self.access)
         self.composer = composer
         first = composer.generation(loaded.config, loaded.environ, ConfigId(1, loaded.hash))
         reloader = Reloader(composer, file_source(loaded.path), self.bind, self.report)
@@ -124,9 +122,7 @@ def worker_gateway(share: Path, bind: Bind, access: LogFormat | None) -> Reloadi
     configs = WorkerConfigs(share)
     published = configs.published()
     loaded = published.loaded()
-    composer = Composer(
-        loaded.config, loaded.environ, loaded.path.parent, access_log=access, share=share
-    )
+    composer = Composer(loaded.path.parent, access_log=access, share=share)
     config_id = ConfigId(published.generation, loaded.hash)
     first = composer.generation(loaded.config, loaded.environ, config_id)
     pid = os.getpid()
