@@ -19,6 +19,7 @@ import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,7 +41,7 @@ TRAFFIC_THREADS = 6
 
 def hits(sim: RunningSim, spec: str) -> int:
     """Requests the simulator received for ``spec``."""
-    url = f"{sim.base_url}/_hits?spec={urllib.request.quote(spec)}"
+    url = f"{sim.base_url}/_hits?spec={urllib.parse.quote(spec)}"
     with urllib.request.urlopen(url, timeout=10) as response:
         count: int = orjson.loads(response.read())["count"]
         return count
