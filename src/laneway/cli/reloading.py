@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,7 @@ class Reloader:
         current = self.app.current.gateway
         config_id = current.config_id
         assert config_id is not None
+        began = time.perf_counter()
         try:
             found = self.next_config(config_id.generation)
             if found is None:
@@ -161,7 +163,9 @@ class Reloader:
             return
         old_config = current.engine.config
         self.app.swap(built, loaded.config.server.drain_timeout)
-        log.warning("%s", describe_reload(old_config, loaded, generation, self.app.draining))
+        took = time.perf_counter() - began
+        described = describe_reload(old_config, loaded, generation, self.app.draining)
+        log.warning("%s; checked and built in %.0f ms", described, took * 1000)
         self.report(generation, loaded.hash, None)
 
 
