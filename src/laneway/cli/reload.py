@@ -24,12 +24,12 @@ from laneway.cli.loaded import Bind, check_config, read_config
 from laneway.cli.rundir import (
     ServerStatus,
     StatusFile,
-    alive,
     read_pidfile,
     run_dir,
     running_servers,
 )
 from laneway.core.errors import ConfigError
+from laneway.core.processes import running
 from laneway.core.units import parse_duration
 
 DEFAULT_CONFIG = "laneway.yaml"
@@ -100,7 +100,7 @@ def find_server(args: argparse.Namespace, folder: Path) -> ServerStatus:
             raise NotFound(f"no pid in {args.pidfile}: {exc}") from exc
     if pid is not None:
         status = StatusFile(folder, pid).read()
-        if status is None or not alive(pid):
+        if status is None or not running(pid):
             raise NotFound(
                 f"no laneway serve with pid {pid} has a status file in {folder} "
                 "(pass --run-dir, or the server's LANEWAY_RUN_DIR)"

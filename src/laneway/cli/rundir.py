@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from laneway.core.processes import running
+
 RUN_DIR_ENV = "LANEWAY_RUN_DIR"
 SYSTEMD_RUNTIME_ENV = "RUNTIME_DIRECTORY"
 PREFIX = "laneway-"
@@ -113,20 +115,9 @@ def running_servers(folder: Path) -> list[ServerStatus]:
     for path in sorted(folder.glob(f"{PREFIX}*.json")):
         pid = path.stem.removeprefix(PREFIX)
         status = StatusFile(folder, int(pid)).read() if pid.isdigit() else None
-        if status is not None and alive(status.pid):
+        if status is not None and running(status.pid):
             found.append(status)
     return found
-
-
-def alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one of another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_pidfile(path: Path) -> None:

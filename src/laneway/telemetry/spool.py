@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from laneway.core.processes import running
 from laneway.telemetry.port import Row
 
 Batch = tuple[str, Sequence[Row]]
@@ -157,16 +158,7 @@ def _orphans(own: Path) -> list[Path]:
     found = []
     for path in own.parent.glob(f"{PREFIX}*{SUFFIX}"):
         pid = path.name.removeprefix(PREFIX).removesuffix(SUFFIX)
-        if path != own and pid.isdigit() and not _running(int(pid)):
+        if path != own and pid.isdigit() and not running(int(pid)):
             found.append(path)
     return sorted(found, key=lambda p: p.stat().st_mtime)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
