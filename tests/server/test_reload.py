@@ -140,6 +140,12 @@ class Traffic:
             run.result(timeout=30)
         return self.statuses
 
+    def __enter__(self) -> Traffic:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()  # on a failed assertion too: the pool waits for these threads
+
 
 def laneway_reload(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -163,7 +169,7 @@ def test_reload_under_load_fails_no_call(sim: RunningSim, tmp_path: Path, worker
         "steady": unique_spec(""),
         "changed": unique_spec(""),
         "busy": unique_spec("sleep=0.02"),
-        "stream": unique_spec("delay=0.4,chunks=8"),
+        "stream": unique_spec("delay=1,chunks=10"),  # ~10 s: outlasts the reload on a busy host
     }
     path = tmp_path / "laneway.yaml"
     path.write_text(config_text(specs, sim, changed_rpm=2, new_lane=False))
@@ -173,7 +179,7 @@ def test_reload_under_load_fails_no_call(sim: RunningSim, tmp_path: Path, worker
         laneway_serve(
             "--config", str(path), "--workers", workers, "--log-level", "warning", env=env
         ) as (proc, url, _),
-        ThreadPoolExecutor(max_workers=TRAFFIC_THREADS + 2) as pool,
+        ThreadPoolExecutor(max_workers=TRAFFIC_THREADS) as pool,
     ):
         wait_until_serving(url)
         first = status_of(run, proc.pid)
@@ -181,7 +187,29 @@ def test_reload_under_load_fails_no_call(sim: RunningSim, tmp_path: Path, worker
         if workers == "1":  # in-process state: one worker holds every quota window
             assert [chat(url, "capped") for _ in range(3)] == [200] * 3
             assert [chat(url, "moving") for _ in range(2)] == [200] * 2
-        traffic = Traffic(url, pool)
+        with Traffic(url, pool) as traffic:
+            check_reloads(sim, specs, path, run, proc, url, traffic, workers)
+        stop_server(proc)
+
+
+def stop_server(proc: Popen[bytes]) -> None:
+    """SIGTERM, so the supervisor stops its workers too (a SIGKILL would orphan them)."""
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+def check_reloads(
+    sim: RunningSim,
+    specs: dict[str, str],
+    path: Path,
+    run: Path,
+    proc: Popen[bytes],
+    url: str,
+    traffic: Traffic,
+    workers: str,
+) -> None:
+    """The reloads under ``traffic`` and what must hold after them (see the module doc)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
         traffic.wait_for(20)
         stream: Future[str] = pool.submit(stream_text, url)
         until(lambda: hits(sim, specs["stream"]) == 1, "the stream reached the upstream")

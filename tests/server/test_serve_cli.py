@@ -48,8 +48,12 @@ def laneway_serve(
         assert url.startswith("http://127.0.0.1:")
         yield proc, url, banner
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # SIGTERM first: a supervisor killed outright orphans its workers
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
