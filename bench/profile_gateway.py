@@ -86,11 +86,18 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("gateway plumbing (routing, disconnect watch, in-flight count)", ("laneway/server/",)),
     ("HTTP server (uvicorn, httptools)", ("uvicorn/", "httptools")),
 )
-OTHER = "event loop and the rest (asyncio, uvloop, GC)"
+OTHER = "event loop: uvloop's C code (poll, socket syscalls, task switches) and the rest"
+LOOP_FRAMES = ("Runner.run (", "asyncio_run (", "Server.run (")
 
 
 def classify(stack: list[str]) -> str:
-    """The phase of the innermost frame (leaf first) that names one."""
+    """The phase of the innermost frame (leaf first) that names one.
+
+    A sample whose innermost Python frame is the loop's ``run`` is in uvloop's C code
+    (polling, socket reads and writes, task switching): the event loop.
+    """
+    if stack and stack[-1].startswith(LOOP_FRAMES):
+        return OTHER
     for frame in reversed(stack):
         for phase, marks in PHASES:
             if any(mark in frame for mark in marks):

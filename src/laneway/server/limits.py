@@ -37,7 +37,14 @@ from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
-from laneway.state.keys import KeyAsk, KeyGrant, KeyLedger, KeyRefusal, open_key_ledger
+from laneway.state.keys import (
+    KeyAsk,
+    KeyGrant,
+    KeyLedger,
+    KeyRefusal,
+    MemoryKeyLedger,
+    open_key_ledger,
+)
 
 if TYPE_CHECKING:
     from laneway.accounting.pricer import Pricer
@@ -139,8 +146,15 @@ class LimitedCall:
         return self
 
     async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> None:
-        if self._limits is not None and self._hold is not None:
-            settled = self._limits.settle(self._hold, self._answer, error, self._answered_on)
+        limits, hold = self._limits, self._hold
+        if limits is None or hold is None:
+            return
+        settled = limits.settle(hold, self._answer, error, self._answered_on)
+        if limits.settles_inline:
+            # Nothing in it suspends, so no cancellation can cut it halfway: the shield's
+            # task (a task and a loop turn per call) would buy nothing here.
+            await settled
+        else:
             await asyncio.shield(settled)
 
 
@@ -165,6 +179,8 @@ class KeyLimits:
         chains: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.ledger = ledger
+        self.settles_inline = isinstance(ledger, MemoryKeyLedger)
+        """True when settling never awaits anything (the in-process ledger)."""
         self.chains = dict(chains or {})
         """Each lane's fallback chain, where it has one."""
         self.clock = clock
