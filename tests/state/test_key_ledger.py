@@ -15,6 +15,7 @@ from laneway.state.keys import (
     KeyLedger,
     KeyRefusal,
     MemoryKeyLedger,
+    Timestamps,
     period_resets,
 )
 
@@ -128,3 +129,14 @@ async def test_a_grant_says_how_full_the_window_is(ledger) -> None:
     assert await store.reserve(KeyAsk("solo", "s1", rpm=3)) == KeyGrant(1, 0, 60.0)
     clock.advance(5.0)
     assert await store.reserve(KeyAsk("solo", "s2", rpm=3)) == KeyGrant(2, 0, 55.0)
+
+
+def test_timestamps_forget_expired_times_and_compact() -> None:
+    times = Timestamps()
+    for n in range(3000):
+        times.append(float(n))
+    times.expire(1999.0)
+    assert len(times) == 1000 and times.nth_newest(1000) == 2000.0
+    assert len(times.times) == 1000, "expired times are cut once they are half the array"
+    times.pop()
+    assert len(times) == 999 and times.nth_newest(1) == 2998.0
