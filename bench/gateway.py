@@ -237,7 +237,7 @@ def _laneway_rows(bench: Bench, telemetry: setup.Telemetry) -> list[Row]:
     variants: list[tuple[str, object | None, Path | None]] = [("laneway serve", None, None)]
     if telemetry.split:
         variants = [
-            ("laneway, telemetry on", telemetry.on, telemetry_db),
+            ("laneway, every feature on", telemetry.on, telemetry_db),
             ("laneway, telemetry off", telemetry.off, None),
         ]
     rows = []

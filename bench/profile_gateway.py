@@ -137,7 +137,22 @@ def profile(py_spy: str, script: str, pid: int, port: int, seconds: int, out: Pa
         load.wait()
 
 
-def render(counts: collections.Counter[str], cpu_us: float, rps: float, seconds: int) -> str:
+def floor_cpu(script: str, upstream: str) -> tuple[float, float]:
+    """CPU µs per request (and req/s) of the bare forwarder, the floor, under the same load."""
+    port = free_port()
+    cmd = [sys.executable, str(Path(__file__).resolve().parent / "_bare_proxy.py"), str(port)]
+    bare = spawn("bare", [*cmd, upstream], cpu=SERVER_CPU)
+    try:
+        wait_first_200(bare, port, setup.request_body(setup.LANE), 20.0)
+        _wrk.run(script, port, setup.PATH, 32, 2, LOAD_CPU)  # warm-up
+        return cpu_per_request(script, bare.popen.pid, port, 5)
+    finally:
+        bare.stop()
+
+
+def render(
+    counts: collections.Counter[str], cpu_us: float, rps: float, seconds: int, floor_us: float
+) -> str:
     """The section: one row per phase, its share of the samples and its microseconds."""
     total = sum(counts.values())
     lines = [
@@ -146,7 +161,9 @@ def render(counts: collections.Counter[str], cpu_us: float, rps: float, seconds:
         f"Load: wrk c=32, 90-byte keyed chat POST, nginx upstream; {seconds} s of "
         f"`py-spy record --rate 1000 --nonblocking` ({total:,} samples). CPU per request "
         f"from a run without the profiler: **{cpu_us:,.0f} µs** ({rps:,.0f} req/s, shared "
-        "machine). Each sample is charged to the innermost frame that names a phase.",
+        f"machine); the bare uvicorn + aiohttp forwarder (the floor), same load, same run: "
+        f"**{floor_us:,.0f} µs** ({cpu_us / floor_us:.2f}× it). Each sample is charged to the "
+        "innermost frame that names a phase.",
         "",
         "| phase | share of samples | µs per request |",
         "|---|---:|---:|",
@@ -191,9 +208,10 @@ def main() -> int:
                     shutil.copyfile(raw, args.raw)
             finally:
                 server.stop()
+            floor_us, _ = floor_cpu(script, nginx.url)
         finally:
             nginx.stop()
-    markdown = render(counts, cpu_us, rps, args.seconds)
+    markdown = render(counts, cpu_us, rps, args.seconds, floor_us)
     print(markdown)
     if not args.no_write:
         print(f"wrote {write_section('profile', markdown)}", file=sys.stderr)
