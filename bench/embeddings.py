@@ -101,7 +101,8 @@ def render(rows: dict[str, dict[str, dict[str, float]]], quick: bool, seconds: s
     lines = [
         "## Embeddings: 64 × 1,536-dim vectors relayed, floats and base64",
         provenance(COMMAND + (" --quick" if quick else "")).strip(),
-        f"{__doc__.split(chr(10) + chr(10))[1]} wrk `-t1 -c8`, {seconds} per cell after a "
+        " ".join(__doc__.split("\n\n")[1].replace("``", "`").split())
+        + f" wrk `-t1 -c8`, {seconds} per cell after a "
         "1 s warm-up; CPU = the server tree's utime+stime ÷ requests.",
         "",
         "| row | float req/s | float vectors/s | float p50 ms | float CPU ms/req "

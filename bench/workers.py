@@ -107,8 +107,9 @@ def run(args: argparse.Namespace, scratch: Path) -> dict[str, dict[str, float]]:
                     workers=workers,
                 )
                 _relay.wait_chat(server, setup.LANE)
+                ready_s = time.monotonic() - started
                 figures = measure(scratch, server, load_cpu, seconds, rounds)
-                figures["ready_s"] = time.monotonic() - started
+                figures["ready_s"] = ready_s
                 if state is None:
                     figures["rss"] = rss_after_load(scratch, server, load_cpu, args.rss_seconds)
                 rows[name] = figures
