@@ -12,6 +12,7 @@ import pytest
 from laneway.accounting.pricer import Pricer
 from laneway.app import build_lanes
 from laneway.app.carry import carry_states
+from laneway.cli.compose import Composer
 from laneway.cli.loaded import Bind, check_config, read_config, restart_only_changes
 from laneway.cli.rundir import ServerStatus, StatusFile, running_servers
 from laneway.clocks import SystemClock
@@ -19,6 +20,7 @@ from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.metrics import Metrics, SharedFolder
 from laneway.policy.pacer import Pacer
+from laneway.server.health import ConfigId
 from laneway.server.reload import Generation, ReloadingGateway
 from laneway.state import Ask, MemoryStore
 
@@ -196,3 +198,15 @@ def test_workers_report_the_lowest_generation_and_how_many_serve_each_hash(tmp_p
         'laneway_config_info{hash="new"} 1.0' in text
         and 'laneway_config_info{hash="old"} 1.0' in text
     )
+
+
+def test_healthz_counts_calls_draining_on_the_previous_config(tmp_path: Path) -> None:
+    path = tmp_path / "laneway.yaml"
+    path.write_text("lanes:\n  a: {sources: [{base_url: 'http://127.0.0.1:9/v1', model: m}]}\n")
+    loaded = read_config(path)
+    composer = Composer(tmp_path)
+    old = composer.generation(loaded.config, loaded.environ, ConfigId(1, loaded.hash)).gateway
+    new = composer.generation(loaded.config, loaded.environ, ConfigId(2, loaded.hash)).gateway
+    with old._counted():
+        assert new.in_flight == 1
+    assert new.in_flight == 0

@@ -35,6 +35,7 @@ from laneway.engine.gateway import Engine
 from laneway.metrics import Metrics
 from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
+from laneway.server.app import CallsInFlight
 from laneway.server.health import ConfigId
 from laneway.server.limits import key_limits
 from laneway.server.protocol import CONNECTIONS
@@ -99,6 +100,7 @@ class Composer:
         self.current: Generation | None = None
         self._kept: _Kept | None = None
         self._process: _Process | None = None
+        self._calls = CallsInFlight()  # /healthz counts the calls of every config
 
     @property
     def metrics(self) -> Metrics:
@@ -149,6 +151,7 @@ class Composer:
             telemetry=process.writer,
             limits=limits,
             config_id=config_id,
+            calls=self._calls,
         )
         store = engine.loop.admission.store
         cache = _raw_cache(engine)

@@ -134,12 +134,21 @@ class Exchange:
 Handler = Callable[[Exchange], Awaitable[None]]
 
 
+@dataclass(slots=True)
+class CallsInFlight:
+    """Engine calls running now, for ``GET /healthz``."""
+
+    count: int = 0
+
+
 class Gateway:
     """Serves the endpoints of the module doc over ``engine``.
 
     ``metrics`` (also an observer of ``engine``) enables ``GET /metrics``;
     ``telemetry`` (also an observer) is started and flushed by the lifespan.
-    ``in_flight`` counts engine calls running now (``GET /healthz`` reports it).
+    ``in_flight`` counts engine calls running now (``GET /healthz`` reports it);
+    ``calls`` is the count to add to, shared by the gateways of successive
+    configs (``server.reload``) so it covers calls draining on an old one.
     """
 
     def __init__(
@@ -151,12 +160,13 @@ class Gateway:
         telemetry: TelemetryWriter | None = None,
         limits: KeyLimits | None = None,
         config_id: ConfigId | None = None,
+        calls: CallsInFlight | None = None,
     ) -> None:
         server = engine.config.server
         self.engine = engine
         self.metrics = metrics
         self.telemetry = telemetry
-        self.in_flight = 0
+        self.calls = calls or CallsInFlight()
         self._sharing: asyncio.Task[None] | None = None
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
@@ -449,14 +459,19 @@ class Gateway:
             return UNLIMITED
         return self.limits.call(caller.name, lane, request)
 
+    @property
+    def in_flight(self) -> int:
+        """Engine calls running now (on this process's every config, when ``calls`` is shared)."""
+        return self.calls.count
+
     @contextlib.contextmanager
     def _counted(self) -> Iterator[None]:
         """Count a call in flight (``/healthz`` reports it; SIGTERM drains it)."""
-        self.in_flight += 1
+        self.calls.count += 1
         try:
             yield
         finally:
-            self.in_flight -= 1
+            self.calls.count -= 1
 
     @contextlib.contextmanager
     def _running(self, ex: Exchange) -> Iterator[None]:
