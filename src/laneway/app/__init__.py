@@ -12,7 +12,7 @@ depends on ports only (see ``docs/architecture.md``).
 from __future__ import annotations
 
 from laneway.app.assembly import Assembly, ObserverFactory, assemble, telemetry_dir
-from laneway.app.engine import build_engine, open_transport
+from laneway.app.engine import build_engine, local_call_loop, open_transport
 from laneway.app.lanes import build_lane, build_lanes, pooled_keys
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "build_engine",
     "build_lane",
     "build_lanes",
+    "local_call_loop",
     "open_transport",
     "pooled_keys",
     "telemetry_dir",

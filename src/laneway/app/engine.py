@@ -23,10 +23,12 @@ from laneway.core.clock import Clock
 from laneway.core.records import CallObserver, RecordPricer, no_prices
 from laneway.core.redact import Redactor
 from laneway.core.transport import Transport
+from laneway.engine.call import CallLoop
 from laneway.engine.gateway import Engine
 from laneway.engine.redaction import RedactingTransport
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.state import SourceStore, open_store
+from laneway.state.memory import MemoryStore
 
 
 def open_transport() -> Transport:
@@ -80,3 +82,12 @@ def build_engine(
         price=price,
         redactor=redactor,
     )
+
+
+def local_call_loop(clock: Clock, rng: random.Random | None = None) -> CallLoop:
+    """A call loop over this process's own source state, whatever ``state.url`` says.
+
+    For replays in virtual time (``laneway size``), where shared state would
+    mix a simulation's marks with the real lanes'.
+    """
+    return CallLoop(clock, rng, MemoryStore(clock))

@@ -19,16 +19,14 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from laneway.app import build_lane
+from laneway.app import build_lane, local_call_loop
 from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
 from laneway.core.errors import AttemptFailure, CallFailed
 from laneway.core.failures import FailureKind
-from laneway.engine.call import CallLoop
 from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy.deadline import Deadline
 from laneway.sizing.samples import RecordedAttempt, RecordedCall
-from laneway.state.memory import MemoryStore
 
 REJECTIONS = frozenset({400, 401, 403, 404, 422})
 
@@ -90,7 +88,7 @@ def replay(
 
 async def _one(lane: Lane, clock: VirtualClock, script: _Script, stream: bool) -> Replayed:
     lane.memory = LaneMemory()
-    loop = CallLoop(clock, random.Random(0), MemoryStore(clock))
+    loop = local_call_loop(clock, random.Random(0))
     first_byte = lane.config.first_byte_timeout if stream else None
 
     async def attempt(source: Source) -> _Answer:
