@@ -66,7 +66,11 @@ def measure(row: Row, upstream: _relay.Server, seconds: dict[str, float], trials
     f = row.figures
     client("paced", row.paced_url, PACED, "32", "1")  # warm-up: pools, first-call costs
     for c in (1, 32):
+        busy0 = _proctree.cpu_seconds(row.pid) if row.pid else 0.0
         r = client("paced", row.paced_url, PACED, str(c), str(seconds[f"c{c}"]))
+        if row.pid:  # share of a core the relay used: near 100% and its delays are queueing
+            spent = _proctree.cpu_seconds(row.pid) - busy0
+            f[f"busy_c{c}"] = spent / float(r["wall"]) * 100  # type: ignore[arg-type]
         f[f"ttft_c{c}"] = float(r["ttft_p50"]) * 1e3  # type: ignore[arg-type]
         f[f"delay_c{c}"] = float(r["delay_p50"]) * 1e3  # type: ignore[arg-type]
         f[f"delay99_c{c}"] = float(r["delay_p99"]) * 1e3  # type: ignore[arg-type]
@@ -143,8 +147,9 @@ def render(rows: list[Row], quick: bool) -> str:
         "",
         "| row | TTFT p50 c=1 ms | added c=1 | TTFT p50 c=32 ms | added c=32 | chunk delay "
         "p50 c=1 ms | added c=1 | chunk delay p50 c=32 ms | added c=32 | delay p99 c=32 ms "
-        "| unpaced chunks/s c=32 | CPU µs/chunk | upstream freed after hang-up p50 / max ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| relay's core busy, paced c=32 | unpaced chunks/s c=32 | CPU µs/chunk "
+        "| upstream freed after hang-up p50 / max ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         f = row.figures
@@ -157,7 +162,8 @@ def render(rows: list[Row], quick: bool) -> str:
         for key, digits in (("ttft_c1", 2), ("ttft_c32", 2), ("delay_c1", 3), ("delay_c32", 3)):
             cells += [f"{f[key]:.{digits}f}", f"{f[key] - direct[key]:+.{digits}f}"]
         cpu = f"{f['cpu_us_chunk']:.1f}" if "cpu_us_chunk" in f else "—"
-        cells += [f"{f['delay99_c32']:.2f}", f"{f['chunks_s']:,.0f}", cpu, freed]
+        busy = f"{f['busy_c32']:.0f}%" if "busy_c32" in f else "—"
+        cells += [f"{f['delay99_c32']:.2f}", busy, f"{f['chunks_s']:,.0f}", cpu, freed]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Targets (issue 16), laneway row:", ""]
     lw = next(r.figures for r in rows if r.name.startswith("laneway"))
