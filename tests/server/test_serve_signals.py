@@ -26,7 +26,7 @@ TIMESTAMPED = re.compile(
 
 def slow_config(sim: RunningSim, tmp_path: Path) -> Path:
     path = tmp_path / "laneway.yaml"
-    base_url = sim_url(sim, unique_spec("sleep=1"))
+    base_url = sim_url(sim, unique_spec("sleep=0.5"))
     path.write_text(
         f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{base_url}', model: m}}\n"
         "server:\n  header_timeout: 500ms\n  drain_timeout: 5s\n"
@@ -75,7 +75,7 @@ def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
         body = {"model": "slow", "messages": HELLO}
         wait_until_serving(url)
         pending = [pool.submit(call, url, "/v1/chat/completions", body) for _ in range(4)]
-        time.sleep(0.3)  # the calls are at the upstream, which answers after 1 s
+        time.sleep(0.2)  # the calls are at the upstream, which answers after 0.5 s
         proc.send_signal(signal.SIGHUP)
         for answer in pending:
             status, data = answer.result(timeout=15)

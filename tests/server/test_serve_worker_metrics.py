@@ -62,11 +62,14 @@ def per_worker(folder: Path) -> list[float]:
 
 
 def settled(folder: Path, sent: int, timeout: float = 15.0) -> list[float]:
-    """Each worker's count once the snapshots hold all ``sent`` calls (bounded wait)."""
-    deadline = time.monotonic() + timeout
-    time.sleep(SNAPSHOT_INTERVAL + 0.2)
+    """Each worker's count once the snapshots hold all ``sent`` calls (bounded wait).
+
+    Snapshots are replaced whole (temp file and rename) every ``SNAPSHOT_INTERVAL``,
+    so polling them is safe and ends at the first one that holds every call.
+    """
+    deadline = time.monotonic() + timeout + SNAPSHOT_INTERVAL
     while sum(counts := per_worker(folder)) != sent and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.1)
     assert sum(counts) == sent, counts
     return counts
 
