@@ -29,6 +29,10 @@ from laneway.sim import RunningSim
 from tests.helpers import sim_url
 
 HELLO = [{"role": "user", "content": "hello"}]
+CLOCK_GRAIN = 0.005
+"""How early a server deadline may look by ``time.monotonic``: the gateway times connections on
+uvloop's clock, read in whole milliseconds and cached per loop iteration, and a timer may run up
+to a millisecond early (epoll's timeout granularity)."""
 
 
 @dataclass

@@ -19,10 +19,17 @@ from laneway.server.protocol import CONNECTIONS, REFUSAL
 from laneway.server.run import MAX_CONNECTIONS_CEILING, connection_limits
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
-from tests.server.support import HELLO, RunningGateway, config, serve_gateway, source, wait_until
+from tests.server.support import (
+    CLOCK_GRAIN,
+    HELLO,
+    RunningGateway,
+    config,
+    serve_gateway,
+    source,
+    wait_until,
+)
 
 SLACK = 2.0
-EARLY = 0.001
 """Seconds a closure may come after its deadline (the sweep tick plus a busy machine)."""
 
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -104,11 +111,10 @@ async def test_idle_and_partial_connections_are_closed_by_their_timeouts(gw) -> 
     body_closed = await asyncio.gather(
         *(until_closed(reader, body_started) for reader, _ in partial_body)
     )
-    # asyncio may run a timer up to a millisecond early (epoll's timeout granularity)
     for elapsed, data in header_closed:
-        assert data == b"" and 0.4 - EARLY <= elapsed < 0.4 + SLACK
+        assert data == b"" and 0.4 - CLOCK_GRAIN <= elapsed < 0.4 + SLACK
     for elapsed, data in body_closed:
-        assert data == b"" and 0.6 - EARLY <= elapsed < 0.6 + SLACK
+        assert data == b"" and 0.6 - CLOCK_GRAIN <= elapsed < 0.6 + SLACK
 
 
 async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
@@ -118,8 +124,7 @@ async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
     head, _ = await read_answer(reader)
     assert head.startswith(b"HTTP/1.1 200")
     elapsed, data = await until_closed(reader, started)
-    # asyncio may run a timer up to a millisecond early (epoll's timeout granularity)
-    assert data == b"" and 0.4 - EARLY <= elapsed < 0.4 + SLACK
+    assert data == b"" and 0.4 - CLOCK_GRAIN <= elapsed < 0.4 + SLACK
 
 
 async def test_a_body_sent_after_an_early_answer_does_not_keep_the_connection(gw) -> None:
