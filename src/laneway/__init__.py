@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from laneway import errors as errors
     from laneway.client import Laneway
     from laneway.config.models import LanewayConfig
+    from laneway.core.messages import ChatMessage
     from laneway.core.types import (
         Attempt,
         ChatChunk,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "Attempt": "laneway.core.types",
     "ChatChunk": "laneway.core.types",
+    "ChatMessage": "laneway.core.messages",
     "ChatStream": "laneway.engine.chain_stream",
     "EmbeddingResponse": "laneway.core.types",
     "LLMResponse": "laneway.core.types",
@@ -77,6 +79,7 @@ __all__ = [
     "CacheUnavailable",
     "CallFailed",
     "ChatChunk",
+    "ChatMessage",
     "ChatStream",
     "ConfigError",
     "ContextLengthExceeded",

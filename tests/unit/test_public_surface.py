@@ -12,9 +12,11 @@ import ast
 import inspect
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import laneway
+import laneway.batch
 import laneway.errors
 from laneway.core import errors as core_errors
 from laneway.core import types as core_types
@@ -24,6 +26,7 @@ PUBLIC = [
     "CacheUnavailable",
     "CallFailed",
     "ChatChunk",
+    "ChatMessage",
     "ChatStream",
     "ConfigError",
     "ContextLengthExceeded",
@@ -111,6 +114,37 @@ def test_every_class_of_core_types_is_public_or_named_internal() -> None:
     }
     assert classes - set(INTERNAL_TYPES) <= set(laneway.__all__)
     assert set(INTERNAL_TYPES) <= classes
+
+
+CALLS = ("chat", "chat_stream", "embed", "structured", "ocr", "batch", "embed_many")
+"""The ``Laneway`` methods a caller calls: what they take and give back must be importable."""
+
+
+def test_what_a_call_takes_and_gives_back_is_exported() -> None:
+    """Each laneway class in a call's signature is in ``laneway`` or ``laneway.batch``."""
+    exported = {
+        id(getattr(module, name)) for module in (laneway, laneway.batch) for name in module.__all__
+    }
+    seen: set[type] = set()
+    for method in CALLS:
+        # the client names the batch types for type checkers only: resolve them from their home
+        hints = typing.get_type_hints(getattr(laneway.Laneway, method), localns=vars(laneway.batch))
+        for hint in hints.values():
+            seen |= _laneway_classes(hint)
+    assert seen
+    assert sorted(c.__qualname__ for c in seen if id(c) not in exported) == []
+
+
+def _laneway_classes(hint: object) -> set[type]:
+    """The laneway classes named anywhere in a type hint (``list[X] | None``...)."""
+    found = {hint} if isinstance(hint, type) and hint.__module__.startswith("laneway.") else set()
+    parts = hint if isinstance(hint, list) else typing.get_args(hint)  # a Callable's [params]
+    for arg in parts:
+        found |= _laneway_classes(arg)
+    origin = typing.get_origin(hint)
+    if isinstance(origin, type) and origin.__module__.startswith("laneway."):
+        found.add(origin)
+    return found
 
 
 def test_errors_work_after_a_plain_import_laneway() -> None:
