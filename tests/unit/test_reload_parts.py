@@ -118,6 +118,8 @@ def test_a_swap_drains_the_old_config_before_closing_only_what_it_alone_used() -
         old_gateway, new_gateway = _Gateway(), _Gateway()
         old = Generation(old_gateway, [shared, old_only])  # type: ignore[arg-type]
         app = ReloadingGateway(old)
+        old.in_flight += 1
+        old.left()  # an earlier call ended: the old config was idle once, which must not count
         http = {"type": "http"}
         in_flight = asyncio.create_task(app(http, None, None))  # type: ignore[arg-type]
         await asyncio.sleep(0)

@@ -24,7 +24,6 @@ from uvicorn.supervisors import Multiprocess
 from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config
 from laneway.cli.reloading import WorkerConfigs
 from laneway.cli.rundir import ServerStatus, StatusFile
-from laneway.core.errors import ConfigError
 from laneway.metrics import Metrics, SharedFolder
 from laneway.server.protocol import LimitedConfig
 
@@ -73,17 +72,18 @@ class Supervisor(Multiprocess):
         try:
             loaded = read_config(self.path)
             check_config(loaded, self.bind)
-        except ConfigError as exc:
+            self.configs.publish(self.generation + 1, loaded)
+        except Exception as exc:  # any failure is a refusal: the supervisor and workers go on
+            reason = str(exc) or type(exc).__name__
             log.error(
                 "reload refused; still serving config generation %d (%s): %s",
                 self.state.generation,
                 self.state.hash,
-                exc,
+                reason,
             )
-            self._finish(self.state.refused(str(exc)), "refused")
+            self._finish(self.state.refused(reason), "refused")
             return
         self.generation += 1
-        self.configs.publish(self.generation, loaded)
         self.pending = _Pending(self.generation, loaded.hash, time.monotonic() + ACK_TIMEOUT)
         for process in self.processes:
             # A worker that has not yet said which config it serves is still starting: SIGHUP

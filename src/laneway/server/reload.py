@@ -94,6 +94,7 @@ class ReloadingGateway:
         return sum(g.in_flight for g in self._live if g is not self.current)
 
     async def _retire(self, old: Generation, drain_timeout: float) -> None:
+        old.drained.clear()  # set whenever it was idle before: only the drain from now counts
         if old.in_flight:
             try:
                 async with asyncio.timeout(drain_timeout):
