@@ -108,7 +108,9 @@ async def test_429_pushback_is_honoured(sim, wire) -> None:
     async with lane(sim, wire, spec, deadline="5s", max_pushbacks=1) as lw:
         response = await lw.chat("lane", MESSAGES)
     first, second = response.attempts
-    assert first.pushback and first.outcome == "429" and 0.2 <= first.waited < 0.7
+    # The wait runs from the 429's arrival; ``waited`` from the attempt's end, which a loaded
+    # machine can put a few milliseconds later (parsing, bookkeeping).
+    assert first.pushback and first.outcome == "429" and 0.19 <= first.waited < 0.7
     assert second.outcome == "ok"
 
 
