@@ -111,6 +111,13 @@ class StateReport(Protocol):
     def replicas(self) -> int | None: ...
 
 
+class KeyLedgerReport(StateReport, Protocol):
+    """Key limits' shared state (``state.key_fallback.FallbackKeyLedger`` has this shape)."""
+
+    @property
+    def replayed(self) -> int: ...
+
+
 @dataclass(slots=True)
 class ConfigFigures:
     """The configuration this process serves (``generation`` 0: not told) and its reloads.
@@ -159,6 +166,7 @@ class Metrics:
         self.config = ConfigFigures()
         self.key_refusals: Mapping[tuple[str, str], int] | None = None
         self.state: StateReport | None = None
+        self.key_ledger: KeyLedgerReport | None = None
         self.registry = CollectorRegistry()
         self.registry.register(_CallCollector(self))
         self.registry.register(_ConfigCollector(self.config))
@@ -214,6 +222,15 @@ class Metrics:
         if self.state is None:
             self.registry.register(_StateCollector(self))
         self.state = state
+
+    def watch_key_ledger(self, ledger: KeyLedgerReport) -> None:
+        """Report whether key limits reach Redis, their outages and replays, at each scrape.
+
+        A later call (a reload that opened another ledger) reports that one instead.
+        """
+        if self.key_ledger is None:
+            self.registry.register(_KeyLedgerCollector(self))
+        self.key_ledger = ledger
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type (every worker's, when shared)."""
@@ -470,3 +487,39 @@ class _ConfigCollector(Collector):
             for outcome, count in sorted(f.reloads.items()):
                 reloads.add_metric([outcome], count)
             yield reloads
+
+
+class _KeyLedgerCollector(Collector):
+    """Reads the key ledger's shared-state health when scraped."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        k = self.metrics.key_ledger
+        if k is None:
+            return
+        yield GaugeMetricFamily(
+            "laneway_key_ledger_backend_up",
+            "1 while key limits are counted in Redis, 0 while each key runs on local shares.",
+            value=0 if k.degraded else 1,
+        )
+        yield CounterMetricFamily(
+            "laneway_key_ledger_outages", "Times key limits lost Redis.", value=k.outages
+        )
+        yield CounterMetricFamily(
+            "laneway_key_ledger_local_grants",
+            "Keyed calls granted on local shares during outages.",
+            value=k.local_grants,
+        )
+        yield CounterMetricFamily(
+            "laneway_key_ledger_replayed",
+            "Keyed calls granted during outages and replayed into Redis after them.",
+            value=k.replayed,
+        )
+        if k.replicas is not None:
+            yield GaugeMetricFamily(
+                "laneway_key_ledger_replicas",
+                "Replicas last seen serving keys in Redis.",
+                value=k.replicas,
+            )

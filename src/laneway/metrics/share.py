@@ -37,6 +37,8 @@ COMBINE: dict[str, Callable[[float, float], float]] = {
     "laneway_state_backend_up": min,
     "laneway_state_replicas": max,
     "laneway_config_generation": min,
+    "laneway_key_ledger_backend_up": min,
+    "laneway_key_ledger_replicas": max,
 }
 """Gauges merged otherwise than by sum: shared state is up only if every worker
 reaches it, every worker sees the same replicas (the freshest count is the highest),

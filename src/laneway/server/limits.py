@@ -387,7 +387,9 @@ def key_limits(
 
         pricer = Pricer.for_lanes(config.lanes)
     if ledger is None:
-        ledger = open_key_ledger(config.state.url, clock)
+        ledger = open_key_ledger(
+            config.state.url, clock, fallback_share=config.state.fallback_share
+        )
     lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
     chains = {name: config.fallback_chain(name) for name in config.lanes}
     return KeyLimits(limited, lanes, ledger, clock, pricer, chains)

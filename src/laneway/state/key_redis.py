@@ -5,20 +5,18 @@ Per key (hash-tagged by its name, so a key's figures share a cluster slot):
 ``run`` a sorted set of running tickets scored by their lease's end,
 ``held`` a hash of ticket -> ``"<usd> <day key> <month key>"``, and one
 float of USD per budget period, ``spend:<day>`` and ``spend:<month>``,
-expiring on their own after the period. The scripts follow
-``MemoryKeyLedger`` step for step. ``FallbackKeyLedger`` serves from process
-memory while Redis is unreachable, as ``FallbackStore`` does for sources.
+expiring on their own after the period; ``replayed`` maps the tickets of
+calls replayed after an outage to the USD applied for each. The scripts
+follow ``MemoryKeyLedger`` step for step. Errors are not handled here:
+``laneway.state.key_fallback`` decides what an unreachable Redis means.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from laneway.core.clock import TimeSource
 from laneway.state import lua
@@ -28,18 +26,15 @@ from laneway.state.keys import (
     KeyAsk,
     KeyGrant,
     KeyRefusal,
-    MemoryKeyLedger,
+    LocalCall,
+    Spend,
     period_resets,
     periods,
 )
-from laneway.state.redis_store import fast_failing_client
+from laneway.state.redis_store import fast_failing_client, heartbeat
 
-logger = logging.getLogger("laneway.state")
-
-T = TypeVar("T")
 DAY_TTL_MS = 2 * 86_400_000
 MONTH_TTL_MS = 32 * 86_400_000
-SHARED_ERRORS = (RedisError, OSError, TimeoutError)
 
 RESERVE = (
     lua.WINDOW_FUNCTIONS
@@ -48,7 +43,8 @@ RESERVE = (
 -- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd,
 --       daily cap, monthly cap, day ttl, month ttl (caps and limits: 0 = none).
 -- Returns the refusing limit and its figure, or '' and then the window's requests,
--- tokens and seconds until its oldest reservation leaves it.
+-- tokens and seconds until its oldest reservation leaves it, and the day's and
+-- month's spend (this reservation included).
 local now, ticket, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local rpm, tpm, window = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local most, lease, usd = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -72,20 +68,22 @@ redis.call('ZADD', KEYS[3], num(now + lease), ticket)
 redis.call('PEXPIRE', KEYS[3], math.ceil(lease * 1000))
 redis.call('HSET', KEYS[4], ticket, num(usd) .. ' ' .. KEYS[5] .. ' ' .. KEYS[6])
 redis.call('PEXPIRE', KEYS[4], math.ceil(lease * 1000))
-redis.call('INCRBYFLOAT', KEYS[5], num(usd))
+day = redis.call('INCRBYFLOAT', KEYS[5], num(usd))
 redis.call('PEXPIRE', KEYS[5], ARGV[12])
-redis.call('INCRBYFLOAT', KEYS[6], num(usd))
+month = redis.call('INCRBYFLOAT', KEYS[6], num(usd))
 redis.call('PEXPIRE', KEYS[6], ARGV[13])
-if rpm <= 0 and tpm <= 0 then return {'', '0', 0, 0, '0'} end
+if rpm <= 0 and tpm <= 0 then return {'', '0', 0, 0, '0', day, month} end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local frees = math.max(tonumber(oldest[2]) + window - now, 0)
 local held = tonumber(redis.call('HGET', KEYS[2], '=sum') or '0')
-return {'', '0', redis.call('ZCARD', KEYS[1]), held, num(frees)}
+return {'', '0', redis.call('ZCARD', KEYS[1]), held, num(frees), day, month}
 """
 )
 
 SETTLE = """
 -- KEYS: t, run, held. ARGV: ticket, tokens (-1 keeps), usd ('' keeps).
+-- Returns the day's and month's spend keys, each followed by its spend after settling
+-- ({} when the ticket held none).
 local ticket, tokens = ARGV[1], tonumber(ARGV[2])
 if tokens >= 0 then
   local old = redis.call('HGET', KEYS[1], ticket)
@@ -103,10 +101,50 @@ if held then
     local change = string.format('%.9f', tonumber(ARGV[3]) - tonumber(reserved))
     if redis.call('EXISTS', day) == 1 then redis.call('INCRBYFLOAT', day, change) end
     if redis.call('EXISTS', month) == 1 then redis.call('INCRBYFLOAT', month, change) end
+    return {day, redis.call('GET', day) or '0', month, redis.call('GET', month) or '0'}
   end
+end
+return {}
+"""
+
+REPLAY = (
+    lua.WINDOW_FUNCTIONS
+    + """
+-- One call a replica counted on its own while Redis was away, applied once.
+-- KEYS: q, t, run, held, replayed, day spend, month spend.
+-- ARGV: ticket, at, tokens, window (0: the key has none), usd, slot lease end (0: ended),
+--       now, day ttl, month ttl.
+-- ``replayed`` maps each replayed ticket to the USD applied for it, so replaying again
+-- (a replay cut midway, or a call settled since) applies only the difference.
+local ticket, at, tokens = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local window, usd, lease_end, now = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local applied = redis.call('HGET', KEYS[5], ticket)
+local change = usd
+if applied then change = string.format('%.9f', tonumber(usd) - tonumber(applied)) end
+if window > 0 then
+  drop(KEYS[1], KEYS[2], ticket)
+  if at > now - window then add(KEYS[1], KEYS[2], ticket, at, tokens, window) end
+end
+if tonumber(change) ~= 0 or not applied then
+  redis.call('INCRBYFLOAT', KEYS[6], change)
+  redis.call('PEXPIRE', KEYS[6], ARGV[8])
+  redis.call('INCRBYFLOAT', KEYS[7], change)
+  redis.call('PEXPIRE', KEYS[7], ARGV[9])
+end
+redis.call('HSET', KEYS[5], ticket, usd)
+redis.call('PEXPIRE', KEYS[5], ARGV[8])
+if lease_end > now then
+  redis.call('ZADD', KEYS[3], num(lease_end), ticket)
+  redis.call('PEXPIRE', KEYS[3], math.ceil((lease_end - now) * 1000))
+  redis.call('HSET', KEYS[4], ticket, usd .. ' ' .. KEYS[6] .. ' ' .. KEYS[7])
+  redis.call('PEXPIRE', KEYS[4], math.ceil((lease_end - now) * 1000))
+else
+  redis.call('ZREM', KEYS[3], ticket)
+  redis.call('HDEL', KEYS[4], ticket)
 end
 return 1
 """
+)
 
 
 class RedisKeyLedger:
@@ -118,6 +156,7 @@ class RedisKeyLedger:
         self.prefix = prefix
         self._reserve = client.register_script(RESERVE)
         self._settle = client.register_script(SETTLE)
+        self._replay = client.register_script(REPLAY)
 
     @classmethod
     def from_url(
@@ -128,6 +167,10 @@ class RedisKeyLedger:
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
+        return (await self.reserve_reporting(ask))[0]
+
+    async def reserve_reporting(self, ask: KeyAsk) -> tuple[KeyRefusal | KeyGrant, Spend | None]:
+        """``reserve``, and on a grant the key's spend Redis now counts (same round trip)."""
         wall = self.clock.wall()
         day, month = periods(wall)
         keys = [*self._keys(ask.key, "q", "t", "run", "held"), *self._spend(ask.key, day, month)]
@@ -148,18 +191,58 @@ class RedisKeyLedger:
         ]
         limit, figure, *window = await self._reserve(keys=keys, args=args)
         if not limit:
-            requests, tokens, frees_in = window
-            return KeyGrant(int(requests), int(tokens), float(frees_in))
-        return _refusal(ask, limit, float(figure), wall)
+            requests, tokens, frees_in, spent_day, spent_month = window
+            spend = {day: float(spent_day), month: float(spent_month)}
+            return KeyGrant(int(requests), int(tokens), float(frees_in)), spend
+        return _refusal(ask, limit, float(figure), wall), None
 
     async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
         """See ``KeyLedger.settle``."""
+        await self.settle_reporting(ask, tokens, usd)
+
+    async def settle_reporting(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
+        """``settle``, and the key's spend Redis counts after it (empty: the call held none)."""
         args: list[str | int] = [
             ask.ticket,
             -1 if tokens is None else tokens,
             "" if usd is None else repr(usd),
         ]
-        await self._settle(keys=self._keys(ask.key, "t", "run", "held"), args=args)
+        spent = await self._settle(keys=self._keys(ask.key, "t", "run", "held"), args=args)
+        pairs = zip(spent[::2], spent[1::2], strict=True)
+        return {name.rpartition(":spend:")[2]: float(value) for name, value in pairs}
+
+    async def replay(self, calls: Sequence[LocalCall]) -> None:
+        """Apply calls counted in a replica's memory while Redis was away, in one pipeline.
+
+        Each call is applied once however often this runs (see ``REPLAY``): a
+        replay cut midway is simply run again.
+        """
+        now = self.clock.wall()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                ask = call.ask
+                keys = [
+                    *self._keys(ask.key, "q", "t", "run", "held", "replayed"),
+                    *self._spend(ask.key, call.day, call.month),
+                ]
+                windowed = ask.rpm is not None or ask.tpm is not None
+                args: list[Any] = [
+                    ask.ticket,
+                    repr(call.at),
+                    call.tokens,
+                    repr(ask.window) if windowed else 0,
+                    f"{call.usd:.9f}",
+                    repr(call.at + SLOT_LEASE) if call.running else 0,
+                    repr(now),
+                    DAY_TTL_MS,
+                    MONTH_TTL_MS,
+                ]
+                await self._replay(keys=keys, args=args, client=pipe)
+            await pipe.execute()
+
+    async def heartbeat(self, replica: str, ttl: float) -> int:
+        """Say ``replica`` serves keys; return how many did so within ``ttl`` seconds."""
+        return await heartbeat(self.client, f"{self.prefix}:key-replicas", replica, self.clock, ttl)
 
     async def spent(self, key: str, period: str) -> float:
         """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
@@ -192,72 +275,3 @@ def _refusal(ask: KeyAsk, limit: str, figure: float, wall: float) -> KeyRefusal:
         return KeyRefusal(limit, ask.daily, to_midnight, figure)
     assert ask.monthly is not None
     return KeyRefusal(limit, ask.monthly, to_month, figure)
-
-
-class FallbackKeyLedger:
-    """Redis while it answers, this process's memory while it does not.
-
-    Each operation gets ``timeout`` seconds; after a failure Redis is tried
-    again at most every ``retry_every`` seconds. A call is settled where it
-    was reserved. Spend counted locally during an outage stays local: the
-    shared budget sees it only through the calls' telemetry.
-    """
-
-    def __init__(
-        self,
-        shared: RedisKeyLedger,
-        clock: TimeSource,
-        *,
-        timeout: float = 0.5,
-        retry_every: float = 1.0,
-    ) -> None:
-        self.shared = shared
-        self.local = MemoryKeyLedger(clock)
-        self.clock = clock
-        self.timeout = timeout
-        self.retry_every = retry_every
-        self._down_since: float | None = None
-        self._local_tickets: set[str] = set()
-
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
-        """See ``KeyLedger.reserve``."""
-        answer = await self._try(lambda: self.shared.reserve(ask))
-        if answer is not None:
-            return answer[0]
-        reserved = await self.local.reserve(ask)
-        if isinstance(reserved, KeyGrant):
-            self._local_tickets.add(ask.ticket)
-        return reserved
-
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
-        """See ``KeyLedger.settle``."""
-        if ask.ticket in self._local_tickets:
-            self._local_tickets.discard(ask.ticket)
-            await self.local.settle(ask, tokens, usd)
-            return
-        await self._try(lambda: self.shared.settle(ask, tokens, usd))
-
-    async def aclose(self) -> None:
-        """Close the shared ledger's connections."""
-        await self.shared.aclose()
-
-    async def _try(self, operation: Callable[[], Awaitable[T]]) -> tuple[T] | None:
-        """``(answer,)`` from Redis, or ``None`` to use local figures."""
-        now = self.clock.now()
-        if self._down_since is not None and now < self._down_since + self.retry_every:
-            return None
-        try:
-            async with asyncio.timeout(self.timeout):
-                answer = await operation()
-        except SHARED_ERRORS as error:
-            if self._down_since is None:
-                logger.warning(
-                    "key limits: shared state unreachable (%s); counting in this process",
-                    type(error).__name__,
-                )
-            self._down_since = now
-            return None
-        if self._down_since is not None:
-            self._down_since = None
-            logger.warning("key limits: shared state is back")
-        return (answer,)

@@ -15,12 +15,14 @@ figures; ``laneway.state.key_redis`` shares them through Redis.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Protocol
 
 from laneway.core.clock import TimeSource
+from laneway.state.base import Entry
 from laneway.state.window import SlidingWindow
 
 SLOT_LEASE = 900.0
@@ -74,6 +76,27 @@ class KeyGrant:
     requests: int = 0
     tokens: int = 0
     frees_in: float = 0.0
+
+
+Spend = dict[str, float]
+"""USD counted for a key per period, by period name (a UTC day or month)."""
+
+
+@dataclass(slots=True)
+class LocalCall:
+    """A call one replica granted on its own while Redis was away, to replay into it.
+
+    ``tokens`` and ``usd`` start as the reservation's and become the call's
+    real figures when it settles; ``running`` until then.
+    """
+
+    ask: KeyAsk
+    at: float
+    day: str
+    month: str
+    tokens: int
+    usd: float
+    running: bool = True
 
 
 class KeyLedger(Protocol):
@@ -196,6 +219,51 @@ class MemoryKeyLedger:
     async def aclose(self) -> None:
         """Nothing to release."""
 
+    def mirror(self, ask: KeyAsk) -> None:
+        """Count a call another ledger (Redis) granted, as if granted here; no limit checked.
+
+        While Redis answers, ``FallbackKeyLedger`` keeps this replica's own
+        requests, tokens and slots here, so the share it may use during an
+        outage starts from what it already used. Spend is not mirrored: the
+        outage starts from the spend Redis last reported.
+        """
+        state = self._keys.get(ask.key)
+        if state is None:
+            state = self._keys[ask.key] = _KeyState()
+        wall = self.clock.wall()
+        if ask.tpm is not None:
+            state.window.expire(ask.window, wall)
+            state.window.add(Entry(ask.ticket, wall, min(ask.tokens, ask.tpm)))
+        elif ask.rpm is not None:
+            state.times.expire(wall - ask.window)
+            state.times.append(wall)
+        if ask.max_concurrency is not None:
+            state.running[ask.ticket] = wall + SLOT_LEASE
+
+    async def release(self, ask: KeyAsk) -> None:
+        """Undo a reservation entirely: request, tokens, slot and spend (Redis refused it)."""
+        state = self._keys.get(ask.key)
+        if state is None:
+            return
+        if ask.tpm is not None:
+            state.window.release(ask.ticket)
+        elif ask.rpm is not None and state.times:
+            state.times.pop()
+        state.running.pop(ask.ticket, None)
+        held = state.held.pop(ask.ticket, None)
+        if held is not None:
+            reserved, day, month = held
+            for period in (day, month):
+                if period in state.spent:
+                    state.spent[period] -= reserved
+
+    def seed_spend(self, key: str, spent: Mapping[str, float]) -> None:
+        """Start ``key``'s spend per period (day or month name) from figures known elsewhere."""
+        state = self._keys.get(key)
+        if state is None:
+            state = self._keys[key] = _KeyState()
+        state.spent.update(spent)
+
     def spent(self, key: str, period: str) -> float:
         """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
         state = self._keys.get(key)
@@ -295,10 +363,21 @@ def _grant(state: _KeyState, ask: KeyAsk, wall: float) -> KeyGrant:
     return KeyGrant(len(window.entries), window.tokens, max(oldest.at + ask.window - wall, 0.0))
 
 
-def open_key_ledger(url: str | None, clock: TimeSource, *, prefix: str = "laneway") -> KeyLedger:
-    """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one."""
+def open_key_ledger(
+    url: str | None,
+    clock: TimeSource,
+    *,
+    prefix: str = "laneway",
+    fallback_share: float | None = None,
+) -> KeyLedger:
+    """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one.
+
+    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackKeyLedger``).
+    """
     if url is None:
         return MemoryKeyLedger(clock)
-    from laneway.state.key_redis import FallbackKeyLedger, RedisKeyLedger
+    from laneway.state.key_fallback import FallbackKeyLedger
+    from laneway.state.key_redis import RedisKeyLedger
 
-    return FallbackKeyLedger(RedisKeyLedger.from_url(url, clock, prefix=prefix), clock)
+    shared = RedisKeyLedger.from_url(url, clock, prefix=prefix)
+    return FallbackKeyLedger(shared, clock, fallback_share=fallback_share)

@@ -136,15 +136,7 @@ class RedisStore:
 
     async def heartbeat(self, replica: str, ttl: float) -> int:
         """Say ``replica`` is alive; return how many replicas did so within ``ttl`` seconds."""
-        key = f"{self.prefix}:replicas"
-        now = self.clock.wall()
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.zadd(key, {replica: now})
-            pipe.zremrangebyscore(key, "-inf", now - ttl)
-            pipe.zcard(key)
-            pipe.pexpire(key, int(ttl * 1000))
-            _, _, count, _ = await pipe.execute()
-        return max(int(count), 1)
+        return await heartbeat(self.client, f"{self.prefix}:replicas", replica, self.clock, ttl)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -170,6 +162,18 @@ def fast_failing_client(url: str, timeout: float) -> Redis:
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 0),
     )
+
+
+async def heartbeat(client: Redis, key: str, replica: str, clock: TimeSource, ttl: float) -> int:
+    """Mark ``replica`` alive in the sorted set ``key``; count those alive within ``ttl`` s."""
+    now = clock.wall()
+    async with client.pipeline(transaction=True) as pipe:
+        pipe.zadd(key, {replica: now})
+        pipe.zremrangebyscore(key, "-inf", now - ttl)
+        pipe.zcard(key)
+        pipe.pexpire(key, int(ttl * 1000))
+        _, _, count, _ = await pipe.execute()
+    return max(int(count), 1)
 
 
 def _record(raw: list[Any], offset: float) -> SourceRecord:

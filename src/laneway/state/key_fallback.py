@@ -1,0 +1,326 @@
+"""``FallbackKeyLedger``: key limits in Redis while it answers, shares of them while it does not.
+
+The same guarantees ``FallbackStore`` gives source quotas. Each operation
+gets ``timeout`` seconds; on an error or timeout the ledger logs once, counts
+an outage and serves from this process's memory, trying Redis again at most
+every ``retry_every`` seconds (and on a timer, so an idle replica comes back
+too): a dead Redis costs one timeout per interval, not one per call.
+
+During an outage each replica holds each key to its share of ``rpm``,
+``tpm`` and ``max_concurrency`` (at least one), and of what was left of each
+budget: ``fallback_share`` when configured, else one over the replicas last
+seen serving keys (each says so every ``heartbeat`` seconds). The local
+window is not empty at the cut: every grant Redis made this replica is
+mirrored in memory (a timestamp for an rpm-only key), so what the replica
+used before the outage counts against its share; budgets start from the
+spend Redis last reported to this replica. For one window after Redis
+returns a grant must still fit the share, since Redis learns of another
+replica's local grants only when that one reconnects.
+
+Every call granted locally is kept (``LocalCall``) and replayed into Redis
+when it answers again, with its requests, tokens, real cost and, while it
+runs, its slot; Redis applies each once (``key_redis.REPLAY``), so a replay
+cut midway is simply run again. Then budgets and windows hold the outage's
+spend, and a budget the replicas exhausted together refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import math
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from redis.exceptions import RedisError
+
+from laneway.core.clock import TimeSource
+from laneway.state.key_redis import RedisKeyLedger
+from laneway.state.keys import (
+    KeyAsk,
+    KeyGrant,
+    KeyRefusal,
+    LocalCall,
+    MemoryKeyLedger,
+    Spend,
+    periods,
+)
+
+logger = logging.getLogger("laneway.state")
+
+T = TypeVar("T")
+SHARED_ERRORS = (RedisError, OSError, TimeoutError)
+REPLAY_TIMEOUT = 10.0
+"""Seconds a replay may take: an outage's calls, in one pipeline, may be thousands."""
+
+
+class FallbackKeyLedger:
+    """Redis while it answers, this replica's share in memory while it does not."""
+
+    def __init__(
+        self,
+        shared: RedisKeyLedger,
+        clock: TimeSource,
+        *,
+        timeout: float = 0.5,
+        retry_every: float = 1.0,
+        fallback_share: float | None = None,
+        heartbeat: float = 5.0,
+    ) -> None:
+        self.shared = shared
+        self.local = MemoryKeyLedger(clock)
+        self.clock = clock
+        self.timeout = timeout
+        self.retry_every = retry_every
+        self.fallback_share = fallback_share
+        self.heartbeat = heartbeat
+        self.replica = uuid.uuid4().hex
+        self.replicas: int | None = None
+        """Replicas serving keys at the last heartbeat (this one included)."""
+        self.outages = 0
+        """Times Redis became unreachable (a counter for metrics)."""
+        self.local_grants = 0
+        """Calls granted on local shares during outages (a counter for metrics)."""
+        self.replayed = 0
+        """Calls replayed into Redis after outages (a counter for metrics)."""
+        self._down_since: float | None = None
+        self._recovered_at: float | None = None
+        self._next_beat = -math.inf
+        self._beating: asyncio.Task[None] | None = None
+        self._known: dict[str, Spend] = {}
+        """Each key's spend per period as Redis last reported it to this replica."""
+        self._seeded: set[str] = set()
+        self._caps: dict[str, tuple[float | None, float | None]] = {}
+        self._calls: dict[str, LocalCall] = {}
+        self._replaying = asyncio.Lock()
+
+    @property
+    def degraded(self) -> bool:
+        """True while keys are held on local shares."""
+        return self._down_since is not None
+
+    @property
+    def share(self) -> float:
+        """The part of each key's limits this replica may use while Redis is away."""
+        if self.fallback_share is not None:
+            return self.fallback_share
+        return 1.0 / (self.replicas or 1)
+
+    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
+        """See ``KeyLedger.reserve``."""
+        if self._beating is None:
+            self._beating = asyncio.get_running_loop().create_task(self._beat(), name="keys")
+        if self._down_since is not None:
+            await self._try(_nothing)  # at most once a retry interval: replays if Redis is back
+            if self._down_since is not None:
+                return await self._reserve_locally(ask)
+        if self._recovering(ask):
+            return await self._reserve_within_share(ask)
+        answer = await self._try(lambda: self.shared.reserve_reporting(ask))
+        if answer is None:
+            return await self._reserve_locally(ask)
+        reserved, spend = answer
+        if spend is not None:
+            self._mirror(ask, spend)
+        return reserved
+
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+        """See ``KeyLedger.settle``: where the call was granted (memory, or Redis)."""
+        call = self._calls.get(ask.ticket)
+        if call is not None:
+            call.running = False
+            call.tokens = call.tokens if tokens is None else tokens
+            call.usd = call.usd if usd is None else usd
+            await self.local.settle(ask, tokens, usd)
+            return
+        if ask.tpm is not None or ask.max_concurrency is not None:
+            await self.local.settle(ask, tokens, None)
+        spend = await self._try(lambda: self.shared.settle_reporting(ask, tokens, usd))
+        if spend:
+            self._known[ask.key] = spend
+
+    async def aclose(self) -> None:
+        """Stop the heartbeat; close Redis's connections."""
+        if self._beating is not None:
+            self._beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beating
+        await self.shared.aclose()
+
+    def _mirror(self, ask: KeyAsk, spend: Spend) -> None:
+        """Keep a shared grant in memory: the replica's own use, and the key's spend."""
+        if ask.rpm is not None or ask.tpm is not None or ask.max_concurrency is not None:
+            self.local.mirror(ask)
+        if ask.daily is not None or ask.monthly is not None:
+            self._known[ask.key] = spend
+
+    def _recovering(self, ask: KeyAsk) -> bool:
+        """True in the window after an outage, for a key with a window or slots."""
+        if self._recovered_at is None:
+            return False
+        if ask.rpm is None and ask.tpm is None and ask.max_concurrency is None:
+            return False
+        return self.clock.now() < self._recovered_at + ask.window
+
+    async def _reserve_within_share(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
+        """A grant in the window after an outage: it must fit this replica's share, then Redis.
+
+        Budgets are left to Redis: every replica replays its outage spend as it reconnects.
+        """
+        windows = dataclasses.replace(self._cut(ask), usd=0.0, daily=None, monthly=None)
+        local = await self.local.reserve(windows)
+        if isinstance(local, KeyRefusal):
+            return dataclasses.replace(local, cap=_cap_of(ask, local.limit))
+        answer = await self._try(lambda: self.shared.reserve_reporting(ask))
+        if answer is None:
+            await self.local.release(windows)
+            return await self._reserve_locally(ask)
+        reserved, spend = answer
+        if isinstance(reserved, KeyRefusal):
+            await self.local.release(windows)
+        elif spend is not None:
+            self._known[ask.key] = spend
+        return reserved
+
+    async def _reserve_locally(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
+        """Reserve ``ask`` on this replica's share; refusals name the key's own limit."""
+        if ask.key not in self._seeded:
+            self._seed(ask)
+        reserved = await self.local.reserve(self._cut(ask))
+        if isinstance(reserved, KeyRefusal):
+            return dataclasses.replace(reserved, cap=_cap_of(ask, reserved.limit))
+        self.local_grants += 1
+        wall = self.clock.wall()
+        day, month = periods(wall)
+        tokens = ask.tokens if ask.tpm is None else min(ask.tokens, ask.tpm)
+        self._calls[ask.ticket] = LocalCall(ask, wall, day, month, tokens, ask.usd)
+        return reserved
+
+    def _seed(self, ask: KeyAsk) -> None:
+        """At a key's first local call of an outage: its spend as Redis last said, and the
+        budget caps of this replica's share of what was left."""
+        self._seeded.add(ask.key)
+        day, month = periods(self.clock.wall())
+        known = {p: v for p, v in self._known.get(ask.key, {}).items() if p in (day, month)}
+        self.local.seed_spend(ask.key, known)
+        share = self.share
+        caps = []
+        for cap, period in ((ask.daily, day), (ask.monthly, month)):
+            spent = self.local.spent(ask.key, period)
+            caps.append(None if cap is None else spent + share * max(cap - spent, 0.0))
+        self._caps[ask.key] = (caps[0], caps[1])
+
+    def _cut(self, ask: KeyAsk) -> KeyAsk:
+        """``ask`` with its limits cut to this replica's share (at least one of each)."""
+        share = self.share
+        daily, monthly = self._caps.get(ask.key, (ask.daily, ask.monthly))
+        return dataclasses.replace(
+            ask,
+            rpm=_part(ask.rpm, share),
+            tpm=_part(ask.tpm, share),
+            max_concurrency=_part(ask.max_concurrency, share),
+            daily=daily if ask.daily is not None else None,
+            monthly=monthly if ask.monthly is not None else None,
+        )
+
+    async def _beat(self) -> None:
+        """Keep this replica counted, and replay once Redis is back, even with no calls."""
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            await self._try(_nothing)
+
+    async def _try(self, operation: Callable[[], Awaitable[T]]) -> T | None:
+        """Run ``operation`` on Redis (replaying first after an outage), or ``None``."""
+        now = self.clock.now()
+        if self._down_since is not None and now < self._down_since + self.retry_every:
+            return None
+        if self._replaying.locked():
+            return None  # another call is replaying: this one does not wait for it
+        try:
+            if self._down_since is not None:
+                async with self._replaying, asyncio.timeout(max(self.timeout, REPLAY_TIMEOUT)):
+                    replayed, spent = await self._replay()
+                self._came_back(replayed, spent)
+            async with asyncio.timeout(self.timeout):
+                if now >= self._next_beat:
+                    self.replicas = await self.shared.heartbeat(self.replica, 3 * self.heartbeat)
+                    self._next_beat = now + self.heartbeat
+                return await operation()
+        except SHARED_ERRORS as error:
+            self._went_down(error, now)
+            return None
+
+    def _went_down(self, error: BaseException, now: float) -> None:
+        if self._down_since is None:
+            self.outages += 1
+            logger.warning(
+                "key limits: shared state unreachable (%s); holding each key to %.0f%% of its "
+                "limits and of its remaining budgets in this process (%s) until it returns",
+                type(error).__name__,
+                100 * self.share,
+                self._share_source(),
+            )
+        self._down_since = now
+
+    def _share_source(self) -> str:
+        if self.fallback_share is not None:
+            return "state.fallback_share"
+        if self.replicas is None:
+            return "no replica count seen yet"
+        return f"{self.replicas} replica(s) last seen"
+
+    async def _replay(self) -> tuple[int, float]:
+        """Replay every local call into Redis; return how many, and their USD.
+
+        Calls granted or settled while a pass ran go in the next pass (Redis
+        applies only what changed), so none is lost to the replay's own await.
+        """
+        replayed, spent = 0, 0.0
+        while self._calls:
+            calls = list(self._calls.values())
+            before = [(call.tokens, call.usd, call.running) for call in calls]
+            await self.shared.replay(calls)
+            for call, figures in zip(calls, before, strict=True):
+                if (call.tokens, call.usd, call.running) == figures:
+                    del self._calls[call.ask.ticket]
+                    replayed, spent = replayed + 1, spent + call.usd
+        return replayed, spent
+
+    def _came_back(self, calls: int, spent: float) -> None:
+        self.replayed += calls
+        self._seeded.clear()
+        self._caps.clear()
+        self._down_since = None
+        self._recovered_at = self.clock.now()
+        logger.warning(
+            "key limits: shared state is back; %d call(s) counted here replayed into it "
+            "($%.6f spent)",
+            calls,
+            spent,
+        )
+
+
+async def _nothing() -> bool:
+    return True
+
+
+def _part(limit: int | None, share: float) -> int | None:
+    """This replica's part of a limit: at least one, or ``None`` for no limit."""
+    return None if limit is None else max(math.floor(limit * share), 1)
+
+
+def _cap_of(ask: KeyAsk, limit: str) -> float:
+    """The key's own figure for ``limit``: a refusal names the limit the caller knows."""
+    caps = {
+        "rpm": ask.rpm,
+        "tpm": ask.tpm,
+        "max_concurrency": ask.max_concurrency,
+        "daily_budget": ask.daily,
+        "monthly_budget": ask.monthly,
+    }
+    cap = caps[limit]
+    assert cap is not None
+    return float(cap)
