@@ -220,7 +220,7 @@ class Metrics:
         A later call (a reload that opened another store) reports that one instead.
         """
         if self.state is None:
-            self.registry.register(_StateCollector(self))
+            self.registry.register(_StateCollector(lambda: self.state, _STATE_FAMILIES))
         self.state = state
 
     def watch_key_ledger(self, ledger: KeyLedgerReport) -> None:
@@ -426,33 +426,53 @@ class _ConnectionCollector(Collector):
         yield closed
 
 
-class _StateCollector(Collector):
-    """Reads the shared-state store's health when scraped."""
+@dataclass(frozen=True, slots=True)
+class _OutageFamilies:
+    """The names and help texts of one fallback adapter's outage metrics."""
 
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
+    prefix: str
+    up: str
+    outages: str
+    local: tuple[str, str]
+    replicas: str
+
+
+_STATE_FAMILIES = _OutageFamilies(
+    "laneway_state",
+    "1 while shared state (Redis) answers, 0 while quotas run on local shares.",
+    "Times shared state became unreachable.",
+    ("local_admissions", "Admissions granted on local state during outages."),
+    "Replicas last seen in shared state.",
+)
+_KEY_LEDGER_FAMILIES = _OutageFamilies(
+    "laneway_key_ledger",
+    "1 while key limits are counted in Redis, 0 while each key runs on local shares.",
+    "Times key limits lost Redis.",
+    ("local_grants", "Keyed calls granted on local shares during outages."),
+    "Replicas last seen serving keys in Redis.",
+)
+
+
+class _StateCollector(Collector):
+    """Reads a fallback adapter's health (source quotas', or key limits') when scraped.
+
+    ``report`` gives the adapter in service (a reload may open another), or ``None``.
+    """
+
+    def __init__(self, report: Callable[[], StateReport | None], families: _OutageFamilies) -> None:
+        self.report = report
+        self.families = families
 
     def collect(self) -> Iterable[Metric]:
-        s = self.metrics.state
+        s, f = self.report(), self.families
         if s is None:
             return
-        yield GaugeMetricFamily(
-            "laneway_state_backend_up",
-            "1 while shared state (Redis) answers, 0 while quotas run on local shares.",
-            value=0 if s.degraded else 1,
-        )
-        yield CounterMetricFamily(
-            "laneway_state_outages", "Times shared state became unreachable.", value=s.outages
-        )
-        yield CounterMetricFamily(
-            "laneway_state_local_admissions",
-            "Admissions granted on local state during outages.",
-            value=s.local_grants,
-        )
+        yield GaugeMetricFamily(f"{f.prefix}_backend_up", f.up, value=0 if s.degraded else 1)
+        yield CounterMetricFamily(f"{f.prefix}_outages", f.outages, value=s.outages)
+        local, text = f.local
+        yield CounterMetricFamily(f"{f.prefix}_{local}", text, value=s.local_grants)
         if s.replicas is not None:
-            yield GaugeMetricFamily(
-                "laneway_state_replicas", "Replicas last seen in shared state.", value=s.replicas
-            )
+            yield GaugeMetricFamily(f"{f.prefix}_replicas", f.replicas, value=s.replicas)
 
 
 class _ConfigCollector(Collector):
@@ -489,37 +509,20 @@ class _ConfigCollector(Collector):
             yield reloads
 
 
-class _KeyLedgerCollector(Collector):
-    """Reads the key ledger's shared-state health when scraped."""
+class _KeyLedgerCollector(_StateCollector):
+    """Key limits' outage metrics, and the calls replayed into Redis after outages."""
 
     def __init__(self, metrics: Metrics) -> None:
+        super().__init__(lambda: metrics.key_ledger, _KEY_LEDGER_FAMILIES)
         self.metrics = metrics
 
     def collect(self) -> Iterable[Metric]:
-        k = self.metrics.key_ledger
-        if k is None:
+        ledger = self.metrics.key_ledger
+        if ledger is None:
             return
-        yield GaugeMetricFamily(
-            "laneway_key_ledger_backend_up",
-            "1 while key limits are counted in Redis, 0 while each key runs on local shares.",
-            value=0 if k.degraded else 1,
-        )
-        yield CounterMetricFamily(
-            "laneway_key_ledger_outages", "Times key limits lost Redis.", value=k.outages
-        )
-        yield CounterMetricFamily(
-            "laneway_key_ledger_local_grants",
-            "Keyed calls granted on local shares during outages.",
-            value=k.local_grants,
-        )
+        yield from super().collect()
         yield CounterMetricFamily(
             "laneway_key_ledger_replayed",
             "Keyed calls granted during outages and replayed into Redis after them.",
-            value=k.replayed,
+            value=ledger.replayed,
         )
-        if k.replicas is not None:
-            yield GaugeMetricFamily(
-                "laneway_key_ledger_replicas",
-                "Replicas last seen serving keys in Redis.",
-                value=k.replicas,
-            )

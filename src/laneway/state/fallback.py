@@ -28,30 +28,22 @@ has its outcome logged locally (its reservation expires in Redis).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import math
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
-
-from redis.exceptions import RedisError
+from collections.abc import Sequence
 
 from laneway.core.clock import TimeSource
 from laneway.core.outcomes import SourceRecord
 from laneway.state.base import Admission, Ask, Peek
 from laneway.state.memory import MemoryStore
+from laneway.state.outage import SharedOrLocal
 from laneway.state.redis_store import RedisStore
 
 logger = logging.getLogger("laneway.state")
 
-T = TypeVar("T")
-SHARED_ERRORS = (RedisError, OSError, TimeoutError)
 
-
-class FallbackStore:
+class FallbackStore(SharedOrLocal):
     """``shared`` while it answers, ``local`` while it does not; see the module doc."""
 
     def __init__(
@@ -65,42 +57,21 @@ class FallbackStore:
         fallback_share: float | None = None,
         heartbeat: float = 5.0,
     ) -> None:
+        super().__init__(
+            clock,
+            timeout=timeout,
+            retry_every=retry_every,
+            fallback_share=fallback_share,
+            heartbeat=heartbeat,
+            resync_timeout=timeout,
+        )
         self.shared = shared
         self.local = local
-        self.clock = clock
-        self.timeout = timeout
-        self.retry_every = retry_every
-        self.fallback_share = fallback_share
-        self.heartbeat = heartbeat
-        self.replica = uuid.uuid4().hex
-        self.replicas: int | None = None
-        """Replicas alive at the last heartbeat (this one included); ``None`` before it."""
-        self.outages = 0
-        """How many times the shared store became unreachable (a counter for metrics)."""
-        self.local_grants = 0
-        """Admissions granted on local state during outages (a counter for metrics)."""
-        self._down_since: float | None = None
-        self._recovered_at: float | None = None
-        self._next_beat = -math.inf
-        self._beating: asyncio.Task[None] | None = None
         self._local_tickets: set[str] = set()
-
-    @property
-    def degraded(self) -> bool:
-        """True while serving from local state."""
-        return self._down_since is not None
-
-    @property
-    def share(self) -> float:
-        """The part of each quota this replica may spend while Redis is away."""
-        if self.fallback_share is not None:
-            return self.fallback_share
-        return 1.0 / (self.replicas or 1)
 
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
         """See ``SourceStore.admit``."""
-        if self._beating is None:
-            self._beating = asyncio.get_running_loop().create_task(self._beat(), name="state")
+        self._start_beating("state")
         shared = await self._try(lambda: self.shared.admit(lane, sources, asks))
         if shared is not None:
             granted = shared.granted
@@ -164,72 +135,34 @@ class FallbackStore:
 
     async def aclose(self) -> None:
         """Stop the heartbeat; close the shared store's connections."""
-        if self._beating is not None:
-            self._beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beating
+        await self._stop_beating()
         await self.shared.aclose()
 
     async def _released(self, lane: str, ask: Ask) -> bool:
         await self.shared.release(lane, ask)
         return True
 
-    async def _beat(self) -> None:
-        """Keep this replica counted (and notice Redis's return) even while no call comes."""
-        while True:
-            await asyncio.sleep(self.heartbeat)
-            await self._try(_nothing)
+    async def _heartbeat(self, ttl: float) -> int:
+        return await self.shared.heartbeat(self.replica, ttl)
 
-    async def _try(self, operation: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``operation`` on the shared store, or return ``None`` to use local state."""
-        now = self.clock.now()
-        if self._down_since is not None and now < self._down_since + self.retry_every:
-            return None
-        try:
-            async with asyncio.timeout(self.timeout):
-                if self._down_since is not None:
-                    await self.shared.merge(self.local.dump())
-                    self._came_back()
-                if now >= self._next_beat:
-                    self.replicas = await self.shared.heartbeat(self.replica, 3 * self.heartbeat)
-                    self._next_beat = now + self.heartbeat
-                return await operation()
-        except SHARED_ERRORS as error:
-            self._went_down(error, now)
-            return None
-
-    def _went_down(self, error: BaseException, now: float) -> None:
-        if self._down_since is None:
-            self.outages += 1
-            logger.warning(
-                "shared state at %s is unreachable (%s); serving on local state until it "
-                "returns, each quota at %.0f%% (%s)",
-                _where(self.shared),
-                type(error).__name__,
-                100 * self.share,
-                self._share_source(),
-            )
-        self._down_since = now
-
-    def _share_source(self) -> str:
-        if self.fallback_share is not None:
-            return "state.fallback_share"
-        if self.replicas is None:
-            return "no replica count seen yet"
-        return f"{self.replicas} replica(s) last seen"
-
-    def _came_back(self) -> None:
+    async def _resync(self) -> str:
+        await self.shared.merge(self.local.dump())
         self.local.forget_outcomes()
         self._local_tickets.clear()
-        self._down_since = None
-        self._recovered_at = self.clock.now()
+        return "local state replayed into it"
+
+    def _log_outage(self, error: BaseException) -> None:
         logger.warning(
-            "shared state at %s is back; local state replayed into it", _where(self.shared)
+            "shared state at %s is unreachable (%s); serving on local state until it "
+            "returns, each quota at %.0f%% (%s)",
+            _where(self.shared),
+            type(error).__name__,
+            100 * self.share,
+            self._share_source(),
         )
 
-
-async def _nothing() -> bool:
-    return True
+    def _log_recovery(self, summary: str) -> None:
+        logger.warning("shared state at %s is back; %s", _where(self.shared), summary)
 
 
 def _shared_out(ask: Ask, share: float) -> Ask:

@@ -1,6 +1,6 @@
 """``FallbackKeyLedger``: key limits in Redis while it answers, shares of them while it does not.
 
-The same guarantees ``FallbackStore`` gives source quotas. Each operation
+The same guarantees ``FallbackStore`` gives source quotas (``laneway.state.outage``). Each operation
 gets ``timeout`` seconds; on an error or timeout the ledger logs once, counts
 an outage and serves from this process's memory, trying Redis again at most
 every ``retry_every`` seconds (and on a timer, so an idle replica comes back
@@ -26,16 +26,9 @@ spend, and a budget the replicas exhausted together refuses.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import math
-import uuid
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-from redis.exceptions import RedisError
 
 from laneway.core.clock import TimeSource
 from laneway.state.key_redis import RedisKeyLedger
@@ -48,16 +41,15 @@ from laneway.state.keys import (
     Spend,
     periods,
 )
+from laneway.state.outage import SharedOrLocal, nothing
 
 logger = logging.getLogger("laneway.state")
 
-T = TypeVar("T")
-SHARED_ERRORS = (RedisError, OSError, TimeoutError)
 REPLAY_TIMEOUT = 10.0
 """Seconds a replay may take: an outage's calls, in one pipeline, may be thousands."""
 
 
-class FallbackKeyLedger:
+class FallbackKeyLedger(SharedOrLocal):
     """Redis while it answers, this replica's share in memory while it does not."""
 
     def __init__(
@@ -70,51 +62,29 @@ class FallbackKeyLedger:
         fallback_share: float | None = None,
         heartbeat: float = 5.0,
     ) -> None:
+        super().__init__(
+            clock,
+            timeout=timeout,
+            retry_every=retry_every,
+            fallback_share=fallback_share,
+            heartbeat=heartbeat,
+            resync_timeout=max(timeout, REPLAY_TIMEOUT),
+        )
         self.shared = shared
         self.local = MemoryKeyLedger(clock)
-        self.clock = clock
-        self.timeout = timeout
-        self.retry_every = retry_every
-        self.fallback_share = fallback_share
-        self.heartbeat = heartbeat
-        self.replica = uuid.uuid4().hex
-        self.replicas: int | None = None
-        """Replicas serving keys at the last heartbeat (this one included)."""
-        self.outages = 0
-        """Times Redis became unreachable (a counter for metrics)."""
-        self.local_grants = 0
-        """Calls granted on local shares during outages (a counter for metrics)."""
         self.replayed = 0
         """Calls replayed into Redis after outages (a counter for metrics)."""
-        self._down_since: float | None = None
-        self._recovered_at: float | None = None
-        self._next_beat = -math.inf
-        self._beating: asyncio.Task[None] | None = None
         self._known: dict[str, Spend] = {}
         """Each key's spend per period as Redis last reported it to this replica."""
         self._seeded: set[str] = set()
         self._caps: dict[str, tuple[float | None, float | None]] = {}
         self._calls: dict[str, LocalCall] = {}
-        self._replaying = asyncio.Lock()
-
-    @property
-    def degraded(self) -> bool:
-        """True while keys are held on local shares."""
-        return self._down_since is not None
-
-    @property
-    def share(self) -> float:
-        """The part of each key's limits this replica may use while Redis is away."""
-        if self.fallback_share is not None:
-            return self.fallback_share
-        return 1.0 / (self.replicas or 1)
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
-        if self._beating is None:
-            self._beating = asyncio.get_running_loop().create_task(self._beat(), name="keys")
+        self._start_beating("keys")
         if self._down_since is not None:
-            await self._try(_nothing)  # at most once a retry interval: replays if Redis is back
+            await self._try(nothing)  # at most once a retry interval: replays if Redis is back
             if self._down_since is not None:
                 return await self._reserve_locally(ask)
         if self._recovering(ask):
@@ -144,10 +114,7 @@ class FallbackKeyLedger:
 
     async def aclose(self) -> None:
         """Stop the heartbeat; close Redis's connections."""
-        if self._beating is not None:
-            self._beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beating
+        await self._stop_beating()
         await self.shared.aclose()
 
     def _mirror(self, ask: KeyAsk, spend: Spend) -> None:
@@ -226,51 +193,27 @@ class FallbackKeyLedger:
             monthly=monthly if ask.monthly is not None else None,
         )
 
-    async def _beat(self) -> None:
-        """Keep this replica counted, and replay once Redis is back, even with no calls."""
-        while True:
-            await asyncio.sleep(self.heartbeat)
-            await self._try(_nothing)
+    async def _heartbeat(self, ttl: float) -> int:
+        return await self.shared.heartbeat(self.replica, ttl)
 
-    async def _try(self, operation: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``operation`` on Redis (replaying first after an outage), or ``None``."""
-        now = self.clock.now()
-        if self._down_since is not None and now < self._down_since + self.retry_every:
-            return None
-        if self._replaying.locked():
-            return None  # another call is replaying: this one does not wait for it
-        try:
-            if self._down_since is not None:
-                async with self._replaying, asyncio.timeout(max(self.timeout, REPLAY_TIMEOUT)):
-                    replayed, spent = await self._replay()
-                self._came_back(replayed, spent)
-            async with asyncio.timeout(self.timeout):
-                if now >= self._next_beat:
-                    self.replicas = await self.shared.heartbeat(self.replica, 3 * self.heartbeat)
-                    self._next_beat = now + self.heartbeat
-                return await operation()
-        except SHARED_ERRORS as error:
-            self._went_down(error, now)
-            return None
+    async def _resync(self) -> str:
+        calls, spent = await self._replay()
+        self.replayed += calls
+        self._seeded.clear()
+        self._caps.clear()
+        return f"{calls} call(s) counted here replayed into it (${spent:.6f} spent)"
 
-    def _went_down(self, error: BaseException, now: float) -> None:
-        if self._down_since is None:
-            self.outages += 1
-            logger.warning(
-                "key limits: shared state unreachable (%s); holding each key to %.0f%% of its "
-                "limits and of its remaining budgets in this process (%s) until it returns",
-                type(error).__name__,
-                100 * self.share,
-                self._share_source(),
-            )
-        self._down_since = now
+    def _log_outage(self, error: BaseException) -> None:
+        logger.warning(
+            "key limits: shared state unreachable (%s); holding each key to %.0f%% of its "
+            "limits and of its remaining budgets in this process (%s) until it returns",
+            type(error).__name__,
+            100 * self.share,
+            self._share_source(),
+        )
 
-    def _share_source(self) -> str:
-        if self.fallback_share is not None:
-            return "state.fallback_share"
-        if self.replicas is None:
-            return "no replica count seen yet"
-        return f"{self.replicas} replica(s) last seen"
+    def _log_recovery(self, summary: str) -> None:
+        logger.warning("key limits: shared state is back; %s", summary)
 
     async def _replay(self) -> tuple[int, float]:
         """Replay every local call into Redis; return how many, and their USD.
@@ -288,23 +231,6 @@ class FallbackKeyLedger:
                     del self._calls[call.ask.ticket]
                     replayed, spent = replayed + 1, spent + call.usd
         return replayed, spent
-
-    def _came_back(self, calls: int, spent: float) -> None:
-        self.replayed += calls
-        self._seeded.clear()
-        self._caps.clear()
-        self._down_since = None
-        self._recovered_at = self.clock.now()
-        logger.warning(
-            "key limits: shared state is back; %d call(s) counted here replayed into it "
-            "($%.6f spent)",
-            calls,
-            spent,
-        )
-
-
-async def _nothing() -> bool:
-    return True
 
 
 def _part(limit: int | None, share: float) -> int | None:
