@@ -20,6 +20,7 @@ from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import FakeClock
 from laneway.http import AiohttpTransport
+from laneway.metrics import Metrics
 from laneway.server import Gateway
 from laneway.server.limits import key_limits
 from laneway.sim import RunningSim
@@ -43,7 +44,7 @@ CALL_USD = Decimal("0.00101")
 
 @contextmanager
 def replicas(settings: LanewayConfig, url: str, clock: FakeClock, prefix: str) -> Iterator[Any]:
-    """Two gateways whose key ledgers reach Redis at ``url`` (the relay)."""
+    """Two gateways whose key ledgers reach Redis at ``url`` (the relay), with metrics."""
     with ExitStack() as stack:
         running = []
         for _ in range(2):
@@ -51,7 +52,8 @@ def replicas(settings: LanewayConfig, url: str, clock: FakeClock, prefix: str) -
             shared = RedisKeyLedger.from_url(url, clock, prefix=prefix, timeout=2.0)
             ledger = FallbackKeyLedger(shared, clock, timeout=2.0, retry_every=1.0)
             limits = key_limits(settings, engine.clock, ledger=ledger)
-            running.append(stack.enter_context(serve_app(Gateway(engine, {}, limits=limits))))
+            gateway = Gateway(engine, {}, metrics=Metrics(), limits=limits)
+            running.append(stack.enter_context(serve_app(gateway)))
         yield running
 
 
@@ -68,6 +70,7 @@ async def test_a_keys_rpm_and_budget_hold_through_a_redis_outage_and_spend_is_re
 ) -> None:
     spec = unique_spec("")
     key = {"name": "team", "key": "k-team", "rpm": 6, "budget": {"daily": 0.006565}}
+    url = f"redis://127.0.0.1:{proxy.port}/0"
     settings = LanewayConfig.model_validate(
         {
             "lanes": {"priced": {"sources": [source(sim, spec, price=PRICE)]}},
@@ -75,7 +78,6 @@ async def test_a_keys_rpm_and_budget_hold_through_a_redis_outage_and_spend_is_re
         }
     )
     clock = FakeClock(wall_start=NOON)
-    url = f"redis://127.0.0.1:{proxy.port}/0"
     with replicas(settings, url, clock, redis_prefix) as (a, b):
         first = [await chat(http, a), await chat(http, b)]
         clock.advance(5.0)  # the next heartbeat: a sees b too
@@ -87,6 +89,8 @@ async def test_a_keys_rpm_and_budget_hold_through_a_redis_outage_and_spend_is_re
         back = [await chat(http, a), await chat(http, b)]
         clock.advance(61.0)  # a new minute: only the budget can refuse now
         late = await chat(http, a)
+        assert a.gateway.metrics is not None
+        scraped = a.gateway.metrics.render()[0].decode()
     answered = [body for status, body in first + outage + back if status == 200]
     assert [status for status, _ in first] == [200, 200, 200]
     # rpm 6, a share of 3 each: a had used 2 of its 3, b 1 of its 3.
@@ -102,3 +106,6 @@ async def test_a_keys_rpm_and_budget_hold_through_a_redis_outage_and_spend_is_re
     assert spent == priced, "every priced call of both replicas, the outage's replayed once"
     status, body = late
     assert status == 429 and body["error"]["code"] == "key_daily_budget_exceeded"
+    assert "laneway_key_ledger_outages_total 1.0" in scraped
+    assert "laneway_key_ledger_replayed_total 1.0" in scraped, "a granted one call alone"
+    assert "laneway_key_ledger_backend_up 1.0" in scraped

@@ -8,6 +8,7 @@ says so. A budget's figures are checked as decimals to the nano-dollar, the ledg
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -174,3 +175,21 @@ def scrape(ledger: FallbackKeyLedger) -> str:
     metrics = Metrics()
     metrics.watch_key_ledger(ledger)
     return metrics.render()[0].decode()
+
+
+async def test_an_idle_replica_replays_on_its_heartbeat(proxy: TcpProxy, redis_prefix) -> None:
+    clock = FakeClock(wall_start=NOON)
+    shared = RedisKeyLedger.from_url(
+        f"redis://127.0.0.1:{proxy.port}/0", clock, prefix=redis_prefix, timeout=2.0
+    )
+    ledger = FallbackKeyLedger(shared, clock, timeout=2.0, retry_every=1.0, heartbeat=0.02)
+    await proxy.stop()
+    assert isinstance(await ledger.reserve(KeyAsk("team", "t1", rpm=5)), KeyGrant)
+    await proxy.start()
+    clock.advance(1.0)
+    for _ in range(500):  # no call comes: the heartbeat alone must bring the replay
+        if ledger.replayed:
+            break
+        await asyncio.sleep(0.01)
+    await ledger.aclose()
+    assert ledger.replayed == 1 and not ledger.degraded

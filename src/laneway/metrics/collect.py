@@ -22,7 +22,7 @@ import logging
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -111,6 +111,7 @@ class StateReport(Protocol):
     def replicas(self) -> int | None: ...
 
 
+@runtime_checkable
 class KeyLedgerReport(StateReport, Protocol):
     """Key limits' shared state (``state.key_fallback.FallbackKeyLedger`` has this shape)."""
 

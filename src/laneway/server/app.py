@@ -58,6 +58,7 @@ from laneway.core.types import (
 from laneway.engine.gateway import Engine
 from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
+from laneway.metrics.collect import KeyLedgerReport
 from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
 from laneway.server.asgi import (
     BodyTooLarge,
@@ -174,11 +175,8 @@ class Gateway:
         self.limits = limits if limits is not None else key_limits(engine.config, engine.clock)
         if metrics is not None and self.limits is not None:
             metrics.watch_key_refusals(self.limits.refusals)
-            if engine.config.state.url is not None:  # only then is the Redis adapter imported
-                from laneway.state.key_fallback import FallbackKeyLedger
-
-                if isinstance(self.limits.ledger, FallbackKeyLedger):
-                    metrics.watch_key_ledger(self.limits.ledger)
+            if isinstance(self.limits.ledger, KeyLedgerReport):  # shared through Redis
+                metrics.watch_key_ledger(self.limits.ledger)
         self.states = lane_states(engine.lanes, engine.config.fallback_chain)
         self.redactor = engine.redactor
         self.config_id = config_id
