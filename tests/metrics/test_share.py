@@ -75,3 +75,21 @@ def test_shared_state_is_up_only_if_every_worker_reaches_it(tmp_path) -> None:
     assert value(found, "laneway_state_backend_up") == 0
     assert value(found, "laneway_state_replicas") == 2
     assert value(found, "laneway_state_outages_total") == 2
+
+
+class KeyLedger(State):
+    def __init__(self, degraded: bool, replayed: int) -> None:
+        super().__init__(degraded)
+        self.replayed = replayed
+
+
+def test_key_limits_are_on_redis_only_if_every_worker_reaches_it(tmp_path) -> None:
+    up, down = worker(tmp_path, 1, calls=0), worker(tmp_path, 2, calls=0)
+    up.watch_key_ledger(KeyLedger(degraded=False, replayed=0))
+    up.watch_key_ledger(KeyLedger(degraded=False, replayed=3))  # a reload opened another
+    down.watch_key_ledger(KeyLedger(degraded=True, replayed=4))
+    down.write_snapshot()
+    found = samples(up)
+    assert value(found, "laneway_key_ledger_backend_up") == 0
+    assert value(found, "laneway_key_ledger_replicas") == 2
+    assert value(found, "laneway_key_ledger_replayed_total") == 7, "the ledger in service"
