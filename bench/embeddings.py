@@ -3,9 +3,10 @@
 A batch of 64 texts answered with 64 × 1,536-dim vectors (``_stamp_upstream.py``,
 bodies built once: ~2.1 MB as JSON floats, ~0.5 MB as base64), asked as floats and
 as base64. laneway's lane pins ``dimensions: 1536``, so every vector's length is
-verified; it always asks its upstream for floats (to verify them) and packs base64
-itself when the caller asked for it, while the bare relay passes the upstream's base64
-through. Every feature on: telemetry, metrics, a key with ``rpm``, access log.
+verified; it asks its upstream for the caller's encoding and relays the vectors as they
+came (base64 strings counted by length, float arrays cut out of the JSON and counted by
+their commas), as the bare relay passes them through. Every feature on: telemetry,
+metrics, a key with ``rpm``, access log.
 Placement: the server under test alone on CPU 0; upstream and wrk share CPU 1.
 
     .venv/bin/python bench/embeddings.py [--quick] [--litellm]

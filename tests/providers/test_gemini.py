@@ -9,6 +9,7 @@ from laneway.core.errors import AttemptFailure, RequestInvalid
 from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest, EmbedRequest, Reasoning
+from laneway.core.vectors import floats
 from laneway.providers.gemini import GeminiProvider, gemini_usage
 from tests.providers.support import fixture, sse_events
 
@@ -166,8 +167,9 @@ def test_batch_embed_request_pins_output_dimensionality() -> None:
 
 def test_batch_embed_answer_reads_usage_metadata() -> None:
     result = PROVIDER.parse_embed(ok("gemini_batch_embed.json"), NOW)
-    assert [len(vector) for vector in result.vectors] == [8, 8]
-    assert result.vectors[0][0] == pytest.approx(0.0123)
+    vectors = [floats(vector) for vector in result.vectors]
+    assert [len(vector) for vector in vectors] == [8, 8]
+    assert vectors[0][0] == pytest.approx(0.0123)
     assert (result.usage.prompt_tokens, result.usage.total_tokens) == (12, 12)
     assert result.usage.source == "provider"
 

@@ -154,8 +154,10 @@ async def test_attempt_timeout_is_504_and_connect_failure_502(chat) -> None:
     assert status == 502 and answer["laneway"]["attempts"][0]["outcome"] == "connect"
 
 
-async def test_dimension_mismatch_is_502(gw, http) -> None:
-    status, _, answer = await post(http, f"{gw.v1}/embeddings", {"model": "embed", "input": "x"})
+@pytest.mark.parametrize("encoding", ["float", "base64"])
+async def test_dimension_mismatch_is_502(gw, http, encoding) -> None:
+    body = {"model": "embed", "input": "x", "encoding_format": encoding}
+    status, _, answer = await post(http, f"{gw.v1}/embeddings", body)
     assert status == 502 and answer["error"]["code"] == "dimension_mismatch"
 
 

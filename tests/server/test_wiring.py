@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,22 @@ async def test_usage_header_says_whose_figures_and_unknown_usage_is_left_out(gw,
     _, headers, answer = await post(http, f"{gw.v1}/embeddings", body)
     assert headers["x-laneway-usage"] == "none" and "usage" not in answer
     assert headers["x-laneway-cache"] == "bypass" and len(answer["data"]) == 2
+
+
+async def test_base64_embeddings_are_the_float32s_of_the_float_ones(gw, http) -> None:
+    """Relayed as the upstream sent them; usage (or its absence) the same in both encodings."""
+    url = f"{gw.v1}/embeddings"
+    body = {"model": "embed_bare", "input": ["a", "b"]}
+    _, float_headers, as_floats = await post(http, url, {**body, "encoding_format": "float"})
+    _, packed_headers, as_base64 = await post(http, url, {**body, "encoding_format": "base64"})
+    for item, packed in zip(as_floats["data"], as_base64["data"], strict=True):
+        raw = base64.b64decode(packed["embedding"])
+        vector = item["embedding"]
+        assert struct.unpack(f"<{len(raw) // 4}f", raw) == struct.unpack(
+            f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector)
+        )
+    assert "usage" not in as_floats and "usage" not in as_base64
+    assert float_headers["x-laneway-usage"] == packed_headers["x-laneway-usage"] == "none"
 
 
 async def test_streams_bypass_the_cache_and_send_no_usage_header(gw, http) -> None:

@@ -41,6 +41,7 @@ from laneway.core.errors import AttemptFailure, LanewayError
 from laneway.core.records import CallRecord
 from laneway.core.transport import HttpResponse, Transport
 from laneway.core.types import ChatRequest, EmbedRequest, Usage
+from laneway.core.vectors import vector_length
 from laneway.engine.gateway import Engine
 from laneway.engine.lane import Lane, Source
 from laneway.engine.ocr import SAMPLE_PNG
@@ -171,7 +172,7 @@ def _observed(lane: Lane, exchanges: list[RecordedExchange], outcome: Outcome) -
         return None
     source, answer = found
     try:
-        return [len(v) for v in source.provider.parse_embed(answer, 0.0).vectors]
+        return [vector_length(v) for v in source.provider.parse_embed(answer, 0.0).vectors]
     except AttemptFailure:
         return None
 

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from laneway.core.messages import ChatMessage
+from laneway.core.vectors import EncodedVector, VectorEncoding
 
 EmbedInput = str | list[int]
 """One embeddings input: a text, or a text already tokenised (LangChain sends these)."""
@@ -128,13 +129,18 @@ class ChatRequest:
 class EmbedRequest:
     """An embeddings call over one or more inputs: texts, or token arrays (``EmbedInput``).
 
-    ``headers`` are forwarded upstream, as for ``ChatRequest``.
+    ``headers`` are forwarded upstream, as for ``ChatRequest``. ``encoding``
+    is for a relay: ``None`` (the library's) answers Python floats in
+    ``EmbeddingResponse.vectors``; ``float`` or ``base64`` answers each vector
+    in that OpenAI encoding in ``EmbeddingResponse.encoded``, as the upstream
+    sent it where it could (``laneway.core.vectors``).
     """
 
     inputs: Sequence[EmbedInput]
     dimensions: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    encoding: VectorEncoding | None = None
 
 
 @dataclass(slots=True)
@@ -168,7 +174,11 @@ class LLMResponse:
 
 @dataclass(slots=True)
 class EmbeddingResponse:
-    """A completed embeddings call; ``vectors`` are in input order."""
+    """A completed embeddings call; ``vectors`` are in input order.
+
+    When the request asked for an ``encoding``, ``vectors`` is empty and
+    ``encoded`` holds them instead, in input order.
+    """
 
     lane: str
     source: str
@@ -182,6 +192,7 @@ class EmbeddingResponse:
     """What the call cost in USD (0 for a cache hit); ``None`` when unknown (``cost_unknown``)."""
     cost_unknown: str | None = None
     """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
+    encoded: list[EncodedVector] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,9 @@ by ``run_bounded``'s rules (``laneway.engine.bounded``, the same as
 as itself (no partial result is returned: a corpus with holes is a corrupt
 corpus). Vectors are reassembled in input order;
 every vector's length is checked against the pin, and all vectors of one
-answer must share a length.
+answer must share a length. A relay's request names the ``encoding`` its
+caller wants: vectors then stay in it from the upstream's answer to the
+caller (``laneway.core.vectors``), and lengths are counted without decoding.
 
 Usage is summed over the batches sent upstream; one batch without usage
 makes the total unknown (``laneway.core.usage``). Items found in the
@@ -38,6 +40,7 @@ from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt, CacheStatus, EmbeddingResponse, EmbedRequest, Usage
 from laneway.core.usage import sum_usage
+from laneway.core.vectors import Vector, conformed, encoded, floats, vector_length
 from laneway.engine.bounded import run_bounded
 from laneway.engine.recording import CallClock
 from laneway.policy.deadline import Deadline
@@ -48,7 +51,6 @@ if TYPE_CHECKING:
     from laneway.engine.lane import Lane, Source
     from laneway.engine.parts import CallParts
 
-Vector = list[float]
 BYTES_PER_FLOAT = 24
 """Room one float takes in an answer's JSON: 17 digits, sign, exponent, separator."""
 BYTES_PER_ITEM = 64
@@ -91,7 +93,8 @@ async def _embed(
 ) -> EmbeddingResponse:
     cache = parts.embedding_cache if lane.config.embed_cache else None
     texts, dims = request.inputs, request.dimensions
-    cached = await cache.lookup(lane, dims, texts) if cache else [None] * len(texts)
+    found = await cache.lookup(lane, dims, texts) if cache else [None] * len(texts)
+    cached = [None if v is None else conformed(v, request.encoding) for v in found]
     misses = [index for index, vector in enumerate(cached) if vector is None]
     batches = split(misses, batch_size(lane.config, dims))
     jobs = [_batch_job(parts, lane, request, batch, deadline) for batch in batches]
@@ -101,7 +104,7 @@ async def _embed(
     check_one_length(lane, vectors, attempts, parts.clock.now() - started.mono, deadline)
     if cache is not None and done:
         sent = [index for batch in done for index in batch.indices]
-        await cache.save(lane, dims, [texts[i] for i in sent], [vectors[i] for i in sent])
+        await cache.save(lane, dims, [texts[i] for i in sent], [floats(vectors[i]) for i in sent])
     status: CacheStatus = "bypass" if cache is None else ("miss" if done else "hit")
     source = done[0].source if done else CACHE_SOURCE
     model = done[0].result.model if done else lane.sources[0].config.model
@@ -115,14 +118,19 @@ async def _embed(
         usage=usage,
         attempts=attempts,
         status=200,
-        embedding_dim=len(vectors[0]) if vectors else None,
+        embedding_dim=vector_length(vectors[0]) if vectors else None,
         queue_wait=max((batch.queue_wait for batch in done), default=0.0),
         cache=status,
     )
     elapsed = parts.clock.now() - started.mono
-    return EmbeddingResponse(
-        lane.name, source, model, vectors, usage, attempts, elapsed, status, cost, cost_unknown
+    response = EmbeddingResponse(
+        lane.name, source, model, [], usage, attempts, elapsed, status, cost, cost_unknown
     )
+    if request.encoding is None:
+        response.vectors = [floats(vector) for vector in vectors]
+    else:
+        response.encoded = [encoded(vector, request.encoding) for vector in vectors]
+    return response
 
 
 def _batch_job(
@@ -135,8 +143,9 @@ def _batch_job(
     async def attempt(source: Source) -> EmbedResult:
         http = dataclasses.replace(source.provider.embed_request(batch), max_bytes=limit)
         answer = await parts.transport.send(http)
-        result = source.provider.parse_embed(answer, parts.clock.wall())
+        result = source.provider.parse_embed(answer, parts.clock.wall(), batch.encoding)
         check_vectors(result, len(batch.inputs), lane.config.dimensions)
+        result.vectors = [conformed(vector, batch.encoding) for vector in result.vectors]
         return result
 
     async def job() -> BatchDone:
@@ -208,7 +217,7 @@ def pin_dimensions(request: EmbedRequest, pinned: int | None) -> EmbedRequest:
         return request
     if request.dimensions is not None:
         raise RequestInvalid("dimensions", f"the lane is pinned to {pinned}")
-    return EmbedRequest(request.inputs, pinned, request.params)
+    return dataclasses.replace(request, dimensions=pinned)
 
 
 def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) -> None:
@@ -221,10 +230,11 @@ def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) 
     if pinned is None:
         return
     for index, vector in enumerate(result.vectors):
-        if len(vector) != pinned:
+        length = vector_length(vector)
+        if length != pinned:
             raise AttemptFailure(
                 FailureKind.DIMENSION,
-                f"embedding {index} has length {len(vector)}, expected {pinned} (dimensions pin)",
+                f"embedding {index} has length {length}, expected {pinned} (dimensions pin)",
             )
 
 
@@ -236,7 +246,7 @@ def check_one_length(
     deadline: Deadline,
 ) -> None:
     """Refuse an answer mixing vector lengths (batches from sources of different models)."""
-    lengths = sorted({len(vector) for vector in vectors})
+    lengths = sorted({vector_length(vector) for vector in vectors})
     if len(lengths) > 1:
         raise DimensionMismatch(
             f"lane {lane.name}: vectors of one answer have different lengths {lengths}; "

@@ -5,7 +5,9 @@ sources, the requested dimensions and the SHA-256 of the text, so a vector
 is only ever reused for the same text, model and length; changing a lane's
 model or pin changes every key, which retires the old entries instead of
 serving vectors from another embedding space. Vectors are stored as
-little-endian float64 bytes, the exact value the upstream's JSON decoded to.
+little-endian float64 bytes, the exact value the upstream's JSON decoded to;
+one fetched as base64 (a relay's) is its float32 values widened exactly, so
+an entry serves callers of either encoding.
 """
 
 from __future__ import annotations

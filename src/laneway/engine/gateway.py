@@ -237,12 +237,14 @@ class Engine:
     ) -> EmbeddingResponse:
         """Embed every input in batches (see ``laneway.engine.embedding``), in input order.
 
-        Vectors are always asked for as floats: their lengths are checked against
-        the lane's pin, which an encoded string would hide.
+        Every vector's length is checked against the lane's pin, in whatever
+        encoding it travels: ``request.encoding`` (a relay's) keeps vectors in
+        the caller's encoding, else they are Python floats. A library caller's
+        ``encoding_format`` parameter is refused: ``encoding`` says it.
         """
         chain = self.chain(lane_name, "embed", deadline, meta)
         if request.params.get("encoding_format", "float") != "float":
-            raise RequestInvalid("encoding_format", "laneway returns float vectors only")
+            raise RequestInvalid("encoding_format", "pass EmbedRequest.encoding instead")
 
         async def on(lane: Lane, seconds: float | None) -> EmbeddingResponse:
             return await embedding.embed(

@@ -31,6 +31,7 @@ from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Reasoning, Usage
+from laneway.core.vectors import VectorEncoding
 from laneway.providers.anthropic_request import JSON_TOOL, messages_body
 from laneway.providers.base import (
     ChatResult,
@@ -131,7 +132,9 @@ class AnthropicProvider:
         """Refuse: Anthropic has no embeddings API (config validation rejects such lanes)."""
         raise RequestInvalid("model", "Anthropic has no embeddings API; use another source")
 
-    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
+    def parse_embed(
+        self, response: HttpResponse, wall_now: float, encoding: VectorEncoding | None = None
+    ) -> EmbedResult:
         """Unreachable: no embeddings request is ever built."""
         raise AttemptFailure(FailureKind.MALFORMED, "Anthropic has no embeddings API")
 

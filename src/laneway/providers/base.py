@@ -23,6 +23,7 @@ from laneway.core.types import (
     Usage,
 )
 from laneway.core.usage import openai_usage_dict
+from laneway.core.vectors import Vector, VectorEncoding
 
 REJECTION_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
 
@@ -54,9 +55,9 @@ class ChatResult:
 
 @dataclass(slots=True)
 class EmbedResult:
-    """Parsed vectors, in input order."""
+    """Parsed vectors, in input order: Python floats, or kept in the caller's encoding."""
 
-    vectors: list[list[float]]
+    vectors: list[Vector]
     usage: Usage
     model: str
 
@@ -97,8 +98,14 @@ class Provider(Protocol):
         """Build the upstream embeddings request."""
         ...
 
-    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
-        """Parse an embeddings answer, or raise a classified ``AttemptFailure``."""
+    def parse_embed(
+        self, response: HttpResponse, wall_now: float, encoding: VectorEncoding | None = None
+    ) -> EmbedResult:
+        """Parse an embeddings answer, or raise a classified ``AttemptFailure``.
+
+        Vectors that came in ``encoding`` may stay encoded (``EncodedVector``);
+        the engine converts the others.
+        """
         ...
 
     def failure(

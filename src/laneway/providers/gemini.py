@@ -28,6 +28,7 @@ from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import NO_USAGE, ChatChunk, ChatRequest, EmbedRequest, Usage
+from laneway.core.vectors import Vector, VectorEncoding
 from laneway.providers.base import (
     ChatResult,
     EmbedResult,
@@ -136,8 +137,14 @@ class GeminiProvider:
         headers = with_request_id(self._headers, request.headers)
         return HttpRequest("POST", f"{self._root}:batchEmbedContents", headers, body)
 
-    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
-        """Parse ``embeddings[].values`` (in request order) and ``usageMetadata``."""
+    def parse_embed(
+        self, response: HttpResponse, wall_now: float, encoding: VectorEncoding | None = None
+    ) -> EmbedResult:
+        """Parse ``embeddings[].values`` (in request order) and ``usageMetadata``.
+
+        Gemini answers floats only, whatever ``encoding`` the caller wants: the
+        engine converts them once.
+        """
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
         data = load_json(response.body, "embeddings answer")
@@ -145,7 +152,7 @@ class GeminiProvider:
         if not isinstance(items, list):
             raise AttemptFailure(FailureKind.MALFORMED, "embeddings answer has no embeddings list")
         try:
-            vectors = [list(item["values"]) for item in items]
+            vectors: list[Vector] = [list(item["values"]) for item in items]
         except (TypeError, KeyError) as exc:
             raise AttemptFailure(
                 FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"

@@ -11,6 +11,7 @@ from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
+from laneway.core.vectors import VectorEncoding
 from laneway.providers.base import (
     ChatResult,
     EmbedResult,
@@ -20,6 +21,7 @@ from laneway.providers.base import (
     openai_usage,
     reasoning_of,
 )
+from laneway.providers.openai_embed import answer_vectors
 from laneway.providers.openai_parts import NAMESPACES
 
 _DONE = b"[DONE]"
@@ -99,31 +101,27 @@ class OpenAIProvider:
         """Build ``/embeddings``; ``dimensions`` is sent when the lane pins it.
 
         Token arrays go as they came: OpenAI-compatible embeddings APIs take them.
+        A caller who wants base64 gets the upstream's base64 (a quarter of the
+        bytes, relayed as sent; ``openai_embed``).
         """
         body: dict[str, Any] = {**request.params, "model": self.model, "input": request.inputs}
         if request.dimensions is not None:
             body["dimensions"] = request.dimensions
+        if request.encoding == "base64":
+            body["encoding_format"] = "base64"
         return HttpRequest("POST", self._embed_url, self._sent(request.headers), orjson.dumps(body))
 
     def _sent(self, forwarded: Mapping[str, str]) -> Mapping[str, str]:
         """The source's own headers after the caller's forwarded ones, which cannot replace them."""
         return {**forwarded, **self._headers} if forwarded else self._headers
 
-    def parse_embed(self, response: HttpResponse, wall_now: float) -> EmbedResult:
-        """Parse the vectors, reordered by their ``index``."""
+    def parse_embed(
+        self, response: HttpResponse, wall_now: float, encoding: VectorEncoding | None = None
+    ) -> EmbedResult:
+        """Parse the vectors in ``index`` order, kept in ``encoding`` when they came in it."""
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
-        data = load_json(response.body, "embeddings answer")
-        items = data.get("data")
-        if not isinstance(items, list):
-            raise AttemptFailure(FailureKind.MALFORMED, "embeddings answer has no data list")
-        try:
-            ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
-            vectors = [list(item["embedding"]) for item in ordered]
-        except (TypeError, KeyError, ValueError, AttributeError) as exc:
-            raise AttemptFailure(
-                FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
-            ) from exc
+        data, vectors = answer_vectors(response.body, encoding)
         usage = openai_usage(data.get("usage"))
         return EmbedResult(vectors, usage, str(data.get("model") or self.model))
 

@@ -426,7 +426,7 @@ class Gateway:
                     lane, call.request, deadline=deadline, meta=_meta(caller, ex)
                 )
                 limited.answered(result, result.lane)
-        body = embeddings_body(result, call.base64)
+        body = embeddings_body(result)
         await self._reply(ex, result, body, limited.rate_headers)
 
     async def _ocr(self, ex: Exchange) -> None:

@@ -22,6 +22,7 @@ from laneway.config.models import LaneConfig
 from laneway.core.errors import RequestInvalid, RequestTooLarge
 from laneway.core.shapes import chat_request, check_depth, check_strings, check_tools
 from laneway.core.types import CacheControl, ChatRequest, EmbedInput, EmbedRequest
+from laneway.core.vectors import VectorEncoding
 from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
 
 _NUMBER = ((int, float), "a number")
@@ -136,12 +137,12 @@ def embed_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> EmbedCall:
     dimensions = data.pop("dimensions", None)
     if dimensions is not None and dimensions <= 0:
         raise RequestInvalid("dimensions", "must be a positive integer")
-    encoding = data.pop("encoding_format", None) or "float"
+    encoding: VectorEncoding = data.pop("encoding_format", None) or "float"
     if encoding not in _ENCODINGS:
         raise RequestInvalid("encoding_format", "must be 'float' or 'base64'")
     inputs = _inputs(data.pop("input", None))
     del data["model"]
-    request = EmbedRequest(inputs, dimensions, data, forwarded)
+    request = EmbedRequest(inputs, dimensions, data, forwarded, encoding)
     return EmbedCall(request, encoding == "base64")
 
 

@@ -10,8 +10,6 @@ cannot. On a response-cache hit the usage is that of the call first made.
 
 from __future__ import annotations
 
-import base64
-import struct
 from typing import Any
 
 import orjson
@@ -56,21 +54,21 @@ def chat_body(result: LLMResponse) -> bytes:
     return orjson.dumps(raw)
 
 
-def embeddings_body(result: EmbeddingResponse, packed: bool) -> bytes:
-    """The ``/v1/embeddings`` answer; ``packed`` gives base64 float32 vectors.
+def embeddings_body(result: EmbeddingResponse) -> bytes:
+    """The ``/v1/embeddings`` answer, each vector in the encoding its caller asked.
 
-    The OpenAI SDKs ask for base64 unless told otherwise and unpack it
-    themselves, so the engine always fetches floats (to check their length)
-    and the gateway packs them here. Unknown usage is left out; unknown
-    figures of known usage stay ``null``.
+    The vectors come encoded (``EmbeddingResponse.encoded``): base64 strings
+    as the upstream sent them, float arrays as the upstream's JSON text
+    (``orjson.Fragment`` writes them without parsing). Unknown usage is left
+    out; unknown figures of known usage stay ``null``.
     """
     data: list[dict[str, Any]] = [
         {
             "object": "embedding",
             "index": index,
-            "embedding": _packed(vector) if packed else vector,
+            "embedding": orjson.Fragment(v.text) if v.encoding == "float" else v.text,
         }
-        for index, vector in enumerate(result.vectors)
+        for index, v in enumerate(result.encoded)
     ]
     body: dict[str, Any] = {"object": "list", "data": data, "model": result.model}
     if result.usage.known:
@@ -85,7 +83,3 @@ def ocr_body(result: OCRResponse, document_bytes: int) -> bytes:
     if not result.usage.known:
         del body["usage"]
     return orjson.dumps(body)
-
-
-def _packed(vector: list[float]) -> str:
-    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()

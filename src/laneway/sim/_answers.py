@@ -7,6 +7,7 @@ prompt's characters, completion tokens from the words sent.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import struct
@@ -264,11 +265,19 @@ def embedding_vector(text: str, dims: int) -> tuple[float, ...]:
 
 
 def embeddings_reply(behaviour: Behaviour, request: Request) -> Reply:
-    """The embeddings list; `dims` beats the request's `dimensions`, like a deaf provider."""
+    """The embeddings list; `dims` beats the request's `dimensions`, like a deaf provider.
+
+    `encoding_format: base64` answers little-endian float32s in base64, as OpenAI does.
+    """
     dims = behaviour.dims or requested_dimensions(request) or DEFAULT_DIMS
     texts = embedding_inputs(request)
+    packed = request.get("encoding_format") == "base64"
     data = [
-        {"object": "embedding", "index": index, "embedding": embedding_vector(text, dims)}
+        {
+            "object": "embedding",
+            "index": index,
+            "embedding": (_base64 if packed else tuple)(embedding_vector(text, dims)),
+        }
         for index, text in enumerate(texts)
     ]
     payload: dict[str, Any] = {
@@ -280,6 +289,10 @@ def embeddings_reply(behaviour: Behaviour, request: Request) -> Reply:
         prompt_tokens = tokens_for_chars(sum(len(text) for text in texts))
         payload["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}
     return json_reply(payload)
+
+
+def _base64(vector: tuple[float, ...]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
 def models_reply(behaviour: Behaviour) -> Reply:

@@ -1,0 +1,137 @@
+"""Reading an OpenAI embeddings answer, its vectors kept as they came when a relay asks.
+
+Decoding 64 × 1,536 JSON numbers into Python floats and writing them out
+again cost a relay ~4 ms of CPU a call, more than moving the 2 MB does. When
+the caller wants JSON floats, each ``"embedding": [...]`` array is cut out of
+the body as bytes and counted (its commas), and only the rest of the body is
+parsed; when it wants base64, the upstream was asked for base64 and each
+string's length gives its float count. Anything irregular (whitespace inside
+an array, another key named ``embedding``, arrays that do not map one to one
+onto ``data``) falls back to a full parse, never to a guess.
+
+The cut arrays are checked to hold only number characters and commas; the
+digits of each number are the upstream's, relayed as sent (``_plain_array``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
+from laneway.core.vectors import EncodedVector, Vector, VectorEncoding, base64_length
+from laneway.providers.base import load_json
+
+_KEY = b'"embedding"'
+_TO_ARRAY = re.compile(rb"\s*:\s*\[")
+_NUMBER_CHARS = b"0123456789.eE+-"
+_WHITESPACE = b" \t\n\r"
+
+
+def answer_vectors(
+    body: bytes, encoding: VectorEncoding | None
+) -> tuple[dict[str, Any], list[Vector]]:
+    """The answer's fields and its vectors in ``index`` order.
+
+    A vector stays encoded when it came in the caller's ``encoding`` (cut
+    JSON arrays for ``float``, strings for ``base64``); otherwise it is a list
+    of Python floats for the engine to convert.
+    """
+    cut = _cut_arrays(body) if encoding == "float" else None
+    data = load_json(cut[0] if cut else body, "embeddings answer")
+    items = data.get("data")
+    if not isinstance(items, list):
+        raise AttemptFailure(FailureKind.MALFORMED, "embeddings answer has no data list")
+    try:
+        ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
+        embeddings = [item["embedding"] for item in ordered]
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise AttemptFailure(
+            FailureKind.MALFORMED, f"embeddings answer is malformed: {exc}"
+        ) from exc
+    if cut is not None:
+        placed = _placed(embeddings, cut[1])
+        if placed is not None:
+            return data, placed
+        return answer_vectors(body, None)
+    return data, [_vector(index, value) for index, value in enumerate(embeddings)]
+
+
+def _vector(index: int, value: object) -> Vector:
+    """One ``embedding`` value: a list of numbers, or a base64 string of float32s."""
+    if isinstance(value, str):
+        length = base64_length(value)
+        if length is None:
+            message = f"embedding {index} is not base64 of little-endian float32s"
+            raise AttemptFailure(FailureKind.MALFORMED, message)
+        return EncodedVector("base64", value, length)
+    if not isinstance(value, list):
+        message = f"embedding {index} is neither a list of numbers nor base64"
+        raise AttemptFailure(FailureKind.MALFORMED, message)
+    return value
+
+
+def _cut_arrays(body: bytes) -> tuple[bytes, list[EncodedVector]] | None:
+    """``body`` with each ``embedding`` array replaced by ``[n]`` (its ordinal), and the arrays.
+
+    ``None`` when an array is not plain (see the module docstring): the
+    caller then parses the whole body.
+    """
+    pieces: list[bytes] = []
+    arrays: list[EncodedVector] = []
+    position = 0
+    search = 0
+    while (key := body.find(_KEY, search)) >= 0:
+        search = key + len(_KEY)
+        opened = _TO_ARRAY.match(body, search)
+        if opened is None:
+            continue  # the value of "object": "embedding", not a key
+        start = opened.end()
+        end = body.find(b"]", start)
+        array = _plain_array(body[start:end]) if end >= 0 else None
+        if array is None:
+            return None
+        pieces += (body[position:start], str(len(arrays)).encode())
+        arrays.append(array)
+        position = search = end
+    pieces.append(body[position:])
+    return b"".join(pieces), arrays
+
+
+def _plain_array(span: bytes) -> EncodedVector | None:
+    """A JSON array's inside as a float vector without whitespace; ``None`` unless all numbers.
+
+    One C pass (``bytes.translate``), no Python object per number: what is
+    left after deleting number characters must be commas (whitespace is
+    dropped: OpenAI pretty-prints its answers, and the caller then receives
+    fewer bytes). The count is the commas plus one. The numbers' own syntax
+    is the upstream's: a malformed one (``1.2.3``, an empty element) makes
+    the whole answer invalid JSON, which a client refuses, so it can never
+    become a vector of another length.
+    """
+    separators = span.translate(None, _NUMBER_CHARS)
+    commas = separators.count(b",")
+    if commas != len(separators):
+        span = span.translate(None, _WHITESPACE)
+        if span.translate(None, _NUMBER_CHARS).strip(b","):
+            return None
+    length = commas + 1 if span else 0
+    return EncodedVector("float", b"[" + span + b"]", length)
+
+
+def _placed(embeddings: list[Any], arrays: list[EncodedVector]) -> list[Vector] | None:
+    """Each item's cut array by its ordinal; ``None`` unless they map one to one."""
+    if len(embeddings) != len(arrays):
+        return None
+    placed: list[Vector] = []
+    seen: set[int] = set()
+    for value in embeddings:
+        if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], int)):
+            return None
+        ordinal = value[0]
+        if ordinal in seen or not 0 <= ordinal < len(arrays):
+            return None
+        seen.add(ordinal)
+        placed.append(arrays[ordinal])
+    return placed
