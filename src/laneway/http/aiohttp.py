@@ -33,16 +33,19 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> byt
     """The whole body, or ``too_large`` as soon as it passes ``limit``.
 
     A declared ``Content-Length`` over the limit fails before reading, and
-    one within it is read whole (aiohttp reads no more than it declares); a
-    chunked body fails at the first chunk past the limit, so memory stays
+    an uncompressed one within it is read whole (aiohttp reads no more than
+    it declares); a chunked or compressed body (its length is not what it
+    inflates to) fails at the first chunk past the limit, so memory stays
     bounded. Chunks are joined once at the end: growing a ``bytearray`` and
     copying it out cost a 2 MB embeddings answer two extra copies.
     """
     declared = response.content_length
-    if limit is None or (declared is not None and declared <= limit):
+    if limit is None:
         return await response.read()
-    if declared is not None:
+    if declared is not None and declared > limit:
         raise _too_large(limit, declared)
+    if declared is not None and response.headers.get("Content-Encoding", "identity") == "identity":
+        return await response.read()
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(READ_CHUNK):
