@@ -9,12 +9,21 @@ from collections.abc import Iterator
 
 import pytest
 
+from laneway.accounting.price_cache import CACHE_DIR_ENV
 from laneway.sim import RunningSim, start_in_thread
 from tests.state.conftest import redis_client, redis_prefix
 from tests.virtual import VirtualSim
 
 __all__ = ["redis_client", "redis_prefix"]
 """Redis fixtures for every directory: a Redis that does not answer skips locally, fails in CI."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def price_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The catalogue's answers cached in the session's temp folder, never the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_DIR_ENV, str(tmp_path_factory.mktemp("laneway-cache")))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from laneway.accounting import Pricer
+from laneway.accounting.price_cache import CACHE_DIR_ENV
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import Usage
@@ -102,20 +105,42 @@ print("genai_prices.data" in sys.modules)
 """
 
 
-def in_fresh_interpreter(code: str) -> list[str]:
+THREAD = "threading.Thread(target=threading.Event().wait, daemon=True).start()"
+
+
+def in_fresh_interpreter(code: str, cache_dir: Path) -> list[str]:
     """``code``'s output lines, run where nothing is imported and no other thread runs."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, CACHE_DIR_ENV: str(cache_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     return done.stdout.splitlines()
 
 
-def test_the_catalogue_is_searched_in_a_child_and_not_kept() -> None:
-    found, catalogue_loaded = in_fresh_interpreter(SEARCH % "")
+def test_the_catalogue_is_searched_in_a_child_and_not_kept(tmp_path: Path) -> None:
+    found, catalogue_loaded = in_fresh_interpreter(SEARCH % "", tmp_path)
     assert found == "['genai-prices openai/gpt-4o', None]"
     assert catalogue_loaded == "False"
 
 
-def test_with_another_thread_running_the_catalogue_is_searched_here() -> None:
-    thread = "threading.Thread(target=threading.Event().wait, daemon=True).start()"
-    found, catalogue_loaded = in_fresh_interpreter(SEARCH % thread)
+def test_with_another_thread_running_the_catalogue_is_searched_here(tmp_path: Path) -> None:
+    found, catalogue_loaded = in_fresh_interpreter(SEARCH % THREAD, tmp_path)
     assert found == "['genai-prices openai/gpt-4o', None]"
     assert catalogue_loaded == "True"
+
+
+def test_a_restart_answers_from_the_cache_file_without_the_catalogue(tmp_path: Path) -> None:
+    in_fresh_interpreter(SEARCH % "", tmp_path)
+    found, catalogue_loaded = in_fresh_interpreter(SEARCH % THREAD, tmp_path)
+    assert found == "['genai-prices openai/gpt-4o', None]"
+    assert catalogue_loaded == "False"
+
+
+def test_an_unsafe_or_broken_cache_file_is_searched_again(tmp_path: Path) -> None:
+    in_fresh_interpreter(SEARCH % "", tmp_path)
+    (stored,) = tmp_path.glob("prices-*.pickle")
+    stored.chmod(0o666)
+    assert in_fresh_interpreter(SEARCH % THREAD, tmp_path)[1] == "True"
+    stored.chmod(0o600)
+    stored.write_bytes(b"not a pickle")
+    assert in_fresh_interpreter(SEARCH % THREAD, tmp_path)[1] == "True"

@@ -10,7 +10,8 @@ The catalogue is searched in a forked child where that is safe
 (``laneway.accounting.forked``), which sends back only the entries found.
 Searched in the gateway, it cost ~5 MiB resident for good (genai-prices'
 import and its data set); dropping the data after the search still left
-~2.5 MiB (measured on ``laneway serve`` after load).
+~2.5 MiB (measured on ``laneway serve`` after load). Its answers are kept on
+disk (``laneway.accounting.price_cache``): a restart searches only new sources.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from laneway.accounting import price_cache
 from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of, total_cost
 from laneway.accounting.forked import can_fork, run_forked
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
@@ -196,24 +198,41 @@ def own_price(source: PricedSource) -> FixedPrice | None:
 def catalogue_prices(wanted: Sequence[tuple[str, str]]) -> list[CataloguePrice | None]:
     """The catalogue entry of each ``(model, base_url)``; ``None`` where none matches.
 
-    Nothing is loaded when nothing is wanted. The search runs in a forked
-    child when ``can_fork()``, here otherwise (the catalogue then stays loaded).
+    Nothing is loaded when nothing is wanted. Answers of earlier runs come from
+    the cache file (``price_cache``); the rest are searched in a forked child
+    when ``can_fork()``, here otherwise (the catalogue then stays loaded), and
+    added to the file.
     """
     if not wanted:
         return []
-    if can_fork():
-        return run_forked(lambda: _search_catalogue(wanted))
-    return _search_catalogue(wanted)
+    path = price_cache.cache_file()
+    answers = price_cache.load(path) if path is not None else {}
+    missing = [w for w in wanted if w not in answers]
+    if missing:
+        found = (
+            run_forked(lambda: _search_catalogue(missing))
+            if can_fork()
+            else _search_catalogue(missing)
+        )
+        answers.update(zip(missing, found, strict=True))
+        if path is not None:
+            price_cache.store(path, answers)
+    return [_price(answers[w]) for w in wanted]
 
 
-def _search_catalogue(wanted: Sequence[tuple[str, str]]) -> list[CataloguePrice | None]:
+def _price(found: price_cache.Found) -> CataloguePrice | None:
+    """A fresh ``CataloguePrice`` (its rates memo is keyed by object ids of this process)."""
+    return None if found is None else CataloguePrice(*found)
+
+
+def _search_catalogue(wanted: Sequence[tuple[str, str]]) -> list[price_cache.Found]:
     from genai_prices import Usage as CatalogueUsage
 
     probe = CatalogueUsage(input_tokens=1)
     return [_catalogue_entry(model, base_url, probe) for model, base_url in wanted]
 
 
-def _catalogue_entry(model: str, base_url: str, probe: CatalogueUsage) -> CataloguePrice | None:
+def _catalogue_entry(model: str, base_url: str, probe: CatalogueUsage) -> price_cache.Found:
     from genai_prices import calc_price
 
     for vendor, url, ref in _catalogue_keys(model, base_url):
@@ -225,7 +244,7 @@ def _catalogue_entry(model: str, base_url: str, probe: CatalogueUsage) -> Catalo
             )
         except LookupError:
             continue
-        return CataloguePrice(found.model, f"genai-prices {found.provider.id}/{found.model.id}")
+        return found.model, f"genai-prices {found.provider.id}/{found.model.id}"
     return None
 
 
