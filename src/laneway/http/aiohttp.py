@@ -33,11 +33,13 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> byt
     """The whole body, or ``too_large`` as soon as it passes ``limit``.
 
     A declared ``Content-Length`` over the limit fails before reading, and
-    an uncompressed one within it is read whole (aiohttp reads no more than
-    it declares); a chunked or compressed body (its length is not what it
-    inflates to) fails at the first chunk past the limit, so memory stays
-    bounded. Chunks are joined once at the end: growing a ``bytearray`` and
-    copying it out cost a 2 MB embeddings answer two extra copies.
+    an uncompressed one within it is read as the network delivered it
+    (aiohttp reads no more than it declares); a chunked or compressed body
+    (its length is not what it inflates to) fails at the first chunk past
+    the limit, so memory stays bounded. Chunks are joined once, at the end:
+    a 2 MB embeddings answer was copied three times (``bytearray`` growth
+    and copy-out; ``response.read`` joins twice), and each fresh 2 MB buffer
+    costs its page faults as well as its copy.
     """
     declared = response.content_length
     if limit is None:
@@ -45,7 +47,7 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> byt
     if declared is not None and declared > limit:
         raise _too_large(limit, declared)
     if declared is not None and response.headers.get("Content-Encoding", "identity") == "identity":
-        return await response.read()
+        return b"".join([chunk async for chunk, _ in response.content.iter_chunks()])
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(READ_CHUNK):

@@ -89,7 +89,7 @@ def _cut_arrays(body: bytes) -> tuple[bytes, list[EncodedVector]] | None:
             continue  # the value of "object": "embedding", not a key
         start = opened.end()
         end = body.find(b"]", start)
-        array = _plain_array(body[start:end]) if end >= 0 else None
+        array = _plain_array(body[start - 1 : end + 1]) if end >= 0 else None
         if array is None:
             return None
         pieces += (body[position:start], str(len(arrays)).encode())
@@ -99,25 +99,27 @@ def _cut_arrays(body: bytes) -> tuple[bytes, list[EncodedVector]] | None:
     return b"".join(pieces), arrays
 
 
-def _plain_array(span: bytes) -> EncodedVector | None:
-    """A JSON array's inside as a float vector without whitespace; ``None`` unless all numbers.
+def _plain_array(array: bytes) -> EncodedVector | None:
+    """A JSON array ``[...]`` as a float vector without whitespace; ``None`` unless all numbers.
 
     One C pass (``bytes.translate``), no Python object per number: what is
-    left after deleting number characters must be commas (whitespace is
-    dropped: OpenAI pretty-prints its answers, and the caller then receives
-    fewer bytes). The count is the commas plus one. The numbers' own syntax
-    is the upstream's: a malformed one (``1.2.3``, an empty element) makes
-    the whole answer invalid JSON, which a client refuses, so it can never
-    become a vector of another length.
+    left after deleting number characters must be the brackets and commas
+    (whitespace is dropped: OpenAI pretty-prints its answers, and the caller
+    then receives fewer bytes). The count is the commas plus one. The
+    numbers' own syntax is the upstream's: a malformed one (``1.2.3``, an
+    empty element) makes the whole answer invalid JSON, which a client
+    refuses, so it can never become a vector of another length.
     """
-    separators = span.translate(None, _NUMBER_CHARS)
-    commas = separators.count(b",")
-    if commas != len(separators):
-        span = span.translate(None, _WHITESPACE)
-        if span.translate(None, _NUMBER_CHARS).strip(b","):
+    separators = array.translate(None, _NUMBER_CHARS)
+    commas = len(separators) - 2
+    if separators.count(b",") != commas:
+        array = array.translate(None, _WHITESPACE)
+        separators = array.translate(None, _NUMBER_CHARS)
+        commas = len(separators) - 2
+        if separators.count(b",") != commas:
             return None
-    length = commas + 1 if span else 0
-    return EncodedVector("float", b"[" + span + b"]", length)
+    length = commas + 1 if len(array) > 2 else 0
+    return EncodedVector("float", array, length)
 
 
 def _placed(embeddings: list[Any], arrays: list[EncodedVector]) -> list[Vector] | None:
