@@ -193,3 +193,31 @@ async def test_an_idle_replica_replays_on_its_heartbeat(proxy: TcpProxy, redis_p
         await asyncio.sleep(0.01)
     await ledger.aclose()
     assert ledger.replayed == 1 and not ledger.degraded
+
+
+async def test_a_call_in_flight_at_the_cut_holds_its_slot_and_settles_when_redis_returns(
+    proxy: TcpProxy, redis_client, redis_prefix
+) -> None:
+    clock = FakeClock(wall_start=NOON)
+    ledger = replica(f"redis://127.0.0.1:{proxy.port}/0", clock, redis_prefix, share=0.5)
+    limits: dict[str, Any] = {"max_concurrency": 4, "daily": 10.0}
+    running = KeyAsk("team", "before", usd=0.5, **limits)
+    assert isinstance(await ledger.reserve(running), KeyGrant), "through Redis"
+    await proxy.stop()
+    during = [KeyAsk("team", f"t{n}", usd=0.5, **limits) for n in range(3)]
+    answers = [await ledger.reserve(ask) for ask in during]
+    await ledger.settle(running, None, 0.125)  # it ends while Redis is away
+    await proxy.start()
+    clock.advance(1.0)
+    await ledger.reserve(KeyAsk("other", "wake"))
+    await ledger.settle(during[0], None, 0.25)  # replayed while running, settled in Redis
+    again = await ledger.reserve(KeyAsk("team", "after", **limits))
+    await ledger.aclose()
+    assert [isinstance(a, KeyGrant) for a in answers] == [True, False, False], (
+        "a share of 2 slots, one held by the call Redis granted"
+    )
+    day, _ = periods(NOON)
+    spent = Decimal(await redis_client.get(f"{redis_prefix}:key:{{team}}:spend:{day}"))
+    assert spent.quantize(NANO) == Decimal("0.375"), "real costs, the estimates gone"
+    assert await redis_client.zrange(f"{redis_prefix}:key:{{team}}:run", 0, -1) == ["after"]
+    assert isinstance(again, KeyGrant), "no slot is left held by the outage's calls"

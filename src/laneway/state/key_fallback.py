@@ -20,8 +20,10 @@ replica's local grants only when that one reconnects.
 Every call granted locally is kept (``LocalCall``) and replayed into Redis
 when it answers again, with its requests, tokens, real cost and, while it
 runs, its slot; Redis applies each once (``key_redis.REPLAY``), so a replay
-cut midway is simply run again. Then budgets and windows hold the outage's
-spend, and a budget the replicas exhausted together refuses.
+cut midway is simply run again. A call Redis granted that ended during the
+outage is settled there then (its real cost, its slot freed). Then budgets
+and windows hold the outage's spend, and a budget the replicas exhausted
+together refuses.
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class FallbackKeyLedger(SharedOrLocal):
         self._seeded: set[str] = set()
         self._caps: dict[str, tuple[float | None, float | None]] = {}
         self._calls: dict[str, LocalCall] = {}
+        self._unsettled: dict[str, tuple[KeyAsk, int | None, float | None]] = {}
+        """Calls Redis granted whose settlement could not reach it, to settle on its return."""
+        self._held_here: set[str] = set()
+        """Calls settled through Redis whose reservation this replica holds too."""
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
@@ -106,10 +112,13 @@ class FallbackKeyLedger(SharedOrLocal):
             call.usd = call.usd if usd is None else usd
             await self.local.settle(ask, tokens, usd)
             return
-        if ask.tpm is not None or ask.max_concurrency is not None:
+        if ask.tpm is not None or ask.max_concurrency is not None or ask.ticket in self._held_here:
+            self._held_here.discard(ask.ticket)
             await self.local.settle(ask, tokens, None)
         spend = await self._try(lambda: self.shared.settle_reporting(ask, tokens, usd))
-        if spend:
+        if spend is None:  # Redis is away: it learns the call's real figures when it returns
+            self._unsettled[ask.ticket] = (ask, tokens, usd)
+        elif spend:
             self._known[ask.key] = spend
 
     async def aclose(self) -> None:
@@ -148,7 +157,9 @@ class FallbackKeyLedger(SharedOrLocal):
         reserved, spend = answer
         if isinstance(reserved, KeyRefusal):
             await self.local.release(windows)
-        elif spend is not None:
+            return reserved
+        self._held_here.add(ask.ticket)
+        if spend is not None:
             self._known[ask.key] = spend
         return reserved
 
@@ -216,7 +227,8 @@ class FallbackKeyLedger(SharedOrLocal):
         logger.warning("key limits: shared state is back; %s", summary)
 
     async def _replay(self) -> tuple[int, float]:
-        """Replay every local call into Redis; return how many, and their USD.
+        """Replay every local call into Redis, then settle there the calls Redis granted
+        that ended while it was away; return how many calls were replayed, and their USD.
 
         Calls granted or settled while a pass ran go in the next pass (Redis
         applies only what changed), so none is lost to the replay's own await.
@@ -230,6 +242,11 @@ class FallbackKeyLedger(SharedOrLocal):
                 if (call.tokens, call.usd, call.running) == figures:
                     del self._calls[call.ask.ticket]
                     replayed, spent = replayed + 1, spent + call.usd
+                    if call.running:  # settled through Redis, and here too
+                        self._held_here.add(call.ask.ticket)
+        for ticket, (ask, tokens, usd) in list(self._unsettled.items()):
+            await self.shared.settle_reporting(ask, tokens, usd)
+            del self._unsettled[ticket]
         return replayed, spent
 
 
