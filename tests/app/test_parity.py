@@ -1,7 +1,7 @@
 """A library call and a gateway call leave the same telemetry row.
 
 Both sides are built from one config file by the one composition root: the
-library by ``Laneway.from_config``, the gateway by ``serve.build_gateway``
+library by ``Laneway.from_config``, the gateway by ``build_gateway``
 (what ``laneway serve`` runs), served over loopback. The same chat, stream
 and embeddings calls go to the simulator through each; their rows must match
 column by column, except the columns listed in ``PER_CALL``.
