@@ -22,8 +22,7 @@ from laneway.chaos.drive import ReplicaRun, drive
 from laneway.chaos.metrics import ScenarioTally, SeenCall, tally_scenario
 from laneway.chaos.scenarios import Scenario
 from laneway.chaos.targets import Target, judge_scenario
-from laneway.clocks import SystemClock
-from laneway.state import RedisStore
+from laneway.state.redis_store import fast_failing_client
 
 DEFAULT_STATE_URL = "redis://127.0.0.1:6379/0"
 REPLICA_GRACE = 60.0
@@ -122,24 +121,29 @@ async def _replica(scenario: Scenario, sim_url: str, state_url: str) -> ReplicaR
     return ReplicaRun(calls, int(report["outages"]))
 
 
+STATE_PREFIX = "laneway"
+"""The key prefix of the source store the replicas open (``RedisStore``'s default)."""
+
+
 async def _unreachable(state_url: str) -> str | None:
-    store = RedisStore.from_url(state_url, SystemClock())
+    """Why Redis at ``state_url`` does not answer, or ``None`` (an admin client, not a store)."""
+    client = fast_failing_client(state_url, 0.5)
     try:
-        await store.client.ping()
+        await client.ping()
     except (RedisError, OSError) as exc:
         return str(exc)
     finally:
-        await store.aclose()
+        await client.aclose()
     return None
 
 
 async def _delete_lane_keys(state_url: str, lane: str) -> None:
     """Delete the lane's keys, so a run leaves nothing behind in Redis."""
-    store = RedisStore.from_url(state_url, SystemClock())
+    client = fast_failing_client(state_url, 0.5)
     try:
-        pattern = f"{store.prefix}:{{{lane}}}:*"
-        keys = [key async for key in store.client.scan_iter(match=pattern)]
+        pattern = f"{STATE_PREFIX}:{{{lane}}}:*"
+        keys = [key async for key in client.scan_iter(match=pattern)]
         if keys:
-            await store.client.delete(*keys)
+            await client.delete(*keys)
     finally:
-        await store.aclose()
+        await client.aclose()
