@@ -5,8 +5,10 @@ for step. Per source (hash-tagged by scope: a lane, or the scope of every
 lane naming deployments, so one admission's keys share a cluster slot):
 ``q`` a sorted set of reservation tickets scored by time, ``t`` a hash
 of ticket -> tokens plus their sum under ``=sum``, ``log`` a list of
-``"<time> <code>"`` outcomes (newest first), ``ok`` the last success time,
-``probe`` the half-open lease ``"<ticket> <until>"``. Times are the callers'
+``"<time> <code>"`` outcomes (newest first), ``logged`` how many outcomes were
+ever pushed to ``log`` (counted from the microsecond it was created, so a
+log that expired and started again never repeats a number), ``ok`` the last
+success time, ``probe`` the half-open lease ``"<ticket> <until>"``. Times are the callers'
 wall-clock seconds, passed in, so every replica reads one timeline. Keys
 expire on their own when a source goes idle: nothing is left behind.
 """
@@ -75,20 +77,43 @@ end
 local function record(log, ok)
   return {redis.call('LRANGE', log, 0, -1), redis.call('GET', ok) or ''}
 end
+
+local function count_logged(logged, added, ttl, now)
+  if redis.call('EXISTS', logged) == 0 then
+    redis.call('SET', logged, string.format('%.0f', math.floor(now * 1000000)))
+  end
+  redis.call('INCRBY', logged, added)
+  redis.call('PEXPIRE', logged, ttl)
+end
+
+-- A source's record for a caller that holds its log up to outcome number `known`
+-- (0: nothing): {logged, last ok, marks newest first, whole}. Only the marks it
+-- lacks (whole = 0) when that is at most `size`, else the whole log (whole = 1).
+local function record_since(log, ok, logged, known, size)
+  local count = tonumber(redis.call('GET', logged) or '0')
+  local last_ok = redis.call('GET', ok) or ''
+  local fresh = count - known
+  if known <= 0 or fresh < 0 or fresh > size then
+    return {count, last_ok, redis.call('LRANGE', log, 0, -1), 1}
+  end
+  if fresh == 0 then return {count, last_ok, {}, 0} end
+  return {count, last_ok, redis.call('LRANGE', log, 0, fresh - 1), 0}
+end
 """
 
 ADMIT = (
     _COMMON
     + """
--- KEYS: log, ok per source of the lane; then q, t (its quota's), probe per ask.
--- ARGV: now, source count; then per ask: ticket, tokens, rpm, tpm, window, probe.
+-- KEYS: log, ok, logged per source of the lane; then q, t (its quota's), probe per ask.
+-- ARGV: now, source count, log size; the outcome number each source's log is known
+-- up to; then per ask: ticket, tokens, rpm, tpm, window, probe.
 local now = tonumber(ARGV[1])
-local sources = tonumber(ARGV[2])
+local sources, size = tonumber(ARGV[2]), tonumber(ARGV[3])
 local granted = 0
 local refusals = {}
-for j = 1, (#ARGV - 2) / 6 do
-  local a = 2 + (j - 1) * 6
-  local k = 2 * sources + (j - 1) * 3
+for j = 1, (#ARGV - 3 - sources) / 6 do
+  local a = 3 + sources + (j - 1) * 6
+  local k = 3 * sources + (j - 1) * 3
   local q, t, probe_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local ticket, tokens = ARGV[a + 1], tonumber(ARGV[a + 2])
   local rpm, tpm, window = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
@@ -117,7 +142,10 @@ for j = 1, (#ARGV - 2) / 6 do
   refusals[#refusals + 1] = reason
 end
 local records = {}
-for i = 1, sources do records[i] = record(KEYS[2 * i - 1], KEYS[2 * i]) end
+for i = 1, sources do
+  local k = 3 * (i - 1)
+  records[i] = record_since(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[3 + i]), size)
+end
 return {granted, refusals, records}
 """
 )
@@ -125,8 +153,8 @@ return {granted, refusals, records}
 SETTLE = (
     _COMMON
     + """
--- KEYS: q, t, probe, log, ok. ARGV: now, ticket, tokens (-1 keeps), code ('' none),
--- log size, log ttl (ms).
+-- KEYS: q, t, probe, log, ok, logged. ARGV: now, ticket, tokens (-1 keeps), code ('' none),
+-- log size, log ttl (ms), the outcome number the caller knows the log up to.
 local now, ticket, tokens, code = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if tokens >= 0 then
   local old = redis.call('HGET', KEYS[2], ticket)
@@ -141,8 +169,9 @@ if code ~= '' then
   redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[5]) - 1)
   redis.call('PEXPIRE', KEYS[4], ARGV[6])
   if code == 'ok' then redis.call('SET', KEYS[5], num(now), 'PX', ARGV[6]) end
+  count_logged(KEYS[6], 1, ARGV[6], now)
 end
-return record(KEYS[4], KEYS[5])
+return record_since(KEYS[4], KEYS[5], KEYS[6], tonumber(ARGV[7]), tonumber(ARGV[5]))
 """
 )
 
@@ -159,19 +188,22 @@ return 1
 MERGE = (
     _COMMON
     + """
--- KEYS: q, t, log, ok. ARGV: window, log size, log ttl (ms), entry count,
+-- KEYS: q, t, log, ok, logged. ARGV: now, window, log size, log ttl (ms), entry count,
 -- then ticket, at, tokens per entry, then "<at> <code>" marks oldest first, last ok ('' none).
-local window, size, ttl, count = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now, window, size = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local ttl, count = ARGV[4], tonumber(ARGV[5])
 for i = 0, count - 1 do
-  local ticket = ARGV[5 + 3 * i]
+  local ticket = ARGV[6 + 3 * i]
   if not redis.call('ZSCORE', KEYS[1], ticket) then
-    add(KEYS[1], KEYS[2], ticket, tonumber(ARGV[6 + 3 * i]), tonumber(ARGV[7 + 3 * i]), window)
+    add(KEYS[1], KEYS[2], ticket, tonumber(ARGV[7 + 3 * i]), tonumber(ARGV[8 + 3 * i]), window)
   end
 end
-for i = 5 + 3 * count, #ARGV - 1 do redis.call('LPUSH', KEYS[3], ARGV[i]) end
-if #ARGV - 1 >= 5 + 3 * count then
+for i = 6 + 3 * count, #ARGV - 1 do redis.call('LPUSH', KEYS[3], ARGV[i]) end
+local pushed = #ARGV - 1 - (6 + 3 * count) + 1
+if pushed > 0 then
   redis.call('LTRIM', KEYS[3], 0, size - 1)
   redis.call('PEXPIRE', KEYS[3], ttl)
+  count_logged(KEYS[5], pushed, ttl, now)
 end
 local last_ok = tonumber(ARGV[#ARGV])
 if last_ok and last_ok > tonumber(redis.call('GET', KEYS[4]) or '0') then

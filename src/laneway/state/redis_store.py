@@ -28,6 +28,7 @@ from laneway.state.base import (
     Refusal,
     SourceDump,
 )
+from laneway.state.redis_records import KnownRecords
 
 LOG_TTL_MS = 600_000
 """How long an idle source's outcome log and last success are kept, in milliseconds."""
@@ -45,6 +46,7 @@ class RedisStore:
         self._release = client.register_script(lua.RELEASE)
         self._merge = client.register_script(lua.MERGE)
         self._peek = client.register_script(lua.PEEK)
+        self._records = KnownRecords()
 
     @classmethod
     def from_url(
@@ -55,8 +57,9 @@ class RedisStore:
 
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
         """See ``SourceStore.admit``."""
-        keys = [key for name in sources for key in self._keys(lane, name, "log", "ok")]
-        args: list[Any] = [self._wall_now(), len(sources)]
+        keys = [key for name in sources for key in self._keys(lane, name, "log", "ok", "logged")]
+        args: list[Any] = [self._wall_now(), len(sources), LOG_SIZE]
+        args += [self._records.logged(lane, name) for name in sources]
         for ask in asks:
             keys += [
                 *self._keys(lane, ask.quota_source, "q", "t"),
@@ -70,7 +73,10 @@ class RedisStore:
         return Admission(
             asks[granted - 1] if granted else None,
             tuple(Refusal(a.source, float(s), r) for a, (s, r) in zip(asks, pairs, strict=False)),
-            {name: _record(raw, offset) for name, raw in zip(sources, records, strict=True)},
+            {
+                name: self._records.update(lane, name, raw, offset)
+                for name, raw in zip(sources, records, strict=True)
+            },
         )
 
     async def settle(
@@ -79,7 +85,7 @@ class RedisStore:
         """See ``SourceStore.settle``."""
         keys = [
             *self._keys(lane, ask.quota_source, "q", "t"),
-            *self._keys(lane, ask.source, "probe", "log", "ok"),
+            *self._keys(lane, ask.source, "probe", "log", "ok", "logged"),
         ]
         kept = -1 if tokens is None else tokens
         args: list[str | int] = [
@@ -89,9 +95,11 @@ class RedisStore:
             code or "",
             LOG_SIZE,
             LOG_TTL_MS,
+            self._records.logged(lane, ask.source),
         ]
         offset = self._offset()
-        return _record(await self._settle(keys=keys, args=args), offset)
+        raw = await self._settle(keys=keys, args=args)
+        return self._records.update(lane, ask.source, raw, offset)
 
     async def release(self, lane: str, ask: Ask) -> None:
         """See ``SourceStore.release``."""
@@ -123,8 +131,8 @@ class RedisStore:
         offset = self._offset()
         async with self.client.pipeline(transaction=False) as pipe:
             for dump in dumps:
-                keys = self._keys(dump.lane, dump.source, "q", "t", "log", "ok")
-                args: list[Any] = [repr(dump.window), LOG_SIZE, LOG_TTL_MS]
+                keys = self._keys(dump.lane, dump.source, "q", "t", "log", "ok", "logged")
+                args: list[Any] = [self._wall_now(), repr(dump.window), LOG_SIZE, LOG_TTL_MS]
                 args.append(len(dump.entries))
                 for entry in dump.entries:
                     args += [entry.ticket, repr(entry.at + offset), entry.tokens]

@@ -1,0 +1,74 @@
+"""``KnownRecords``: the sources' outcome logs a ``RedisStore`` has already read.
+
+Every admission and settlement answers with the records of its sources. A
+log holds up to ``LOG_SIZE`` outcomes and changes by one per attempt, so
+sending it whole each time made parsing it most of a Redis round trip's
+cost. Redis counts the outcomes pushed to each log (the ``logged`` key); the
+store says how far it knows each log and the script answers only the
+outcomes since (the whole log when the gap is wider than it, or the log
+started again). A record that did not change is the same object as before,
+so its health summary is not computed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from laneway.core.outcomes import Mark, SourceRecord
+from laneway.state.base import LOG_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    logged: int
+    last_ok: str
+    record: SourceRecord
+
+
+_NOTHING = _Known(0, "", SourceRecord())
+
+
+class KnownRecords:
+    """The last record read per (scope, source), and how many outcomes it accounts for."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], _Known] = {}
+
+    def logged(self, lane: str, source: str) -> int:
+        """The outcome number this store knows ``source``'s log up to (0: nothing yet)."""
+        return self._known.get((lane, source), _NOTHING).logged
+
+    def update(self, lane: str, source: str, raw: list[Any], offset: float) -> SourceRecord:
+        """Fold a script's answer (``record_since`` in ``laneway.state.lua``) into the record.
+
+        ``offset`` is wall minus monotonic time (marks come back in wall time).
+        An answer older than what is known (two calls crossed) changes nothing;
+        a whole log counted 0 (its keys expired or were lost) replaces it.
+        """
+        count, last_ok, lines, whole = raw
+        count = int(count)
+        key = (lane, source)
+        known = self._known.get(key, _NOTHING)
+        fresh = count - known.logged
+        if whole:
+            if 0 < count < known.logged:
+                return known.record
+            marks = _marks(lines, offset)
+        elif fresh < 0 or fresh > len(lines) or (fresh == 0 and last_ok == known.last_ok):
+            return known.record
+        else:
+            marks = (*known.record.marks, *_marks(lines[:fresh], offset))[-LOG_SIZE:]
+        ok = float(last_ok) - offset if last_ok else None
+        record = known.record.successor(marks, ok)
+        self._known[key] = _Known(count, last_ok, record)
+        return record
+
+
+def _marks(lines: list[str], offset: float) -> tuple[Mark, ...]:
+    """``"<wall time> <code>"`` lines, newest first, as marks oldest first."""
+    marks = []
+    for line in reversed(lines):
+        at, _, code = line.partition(" ")
+        marks.append(Mark(float(at) - offset, code))
+    return tuple(marks)
