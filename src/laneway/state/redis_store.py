@@ -28,6 +28,7 @@ from laneway.state.base import (
     Refusal,
     SourceDump,
 )
+from laneway.state.batching import ScriptBatch
 from laneway.state.redis_records import KnownRecords
 
 LOG_TTL_MS = 600_000
@@ -47,6 +48,7 @@ class RedisStore:
         self._merge = client.register_script(lua.MERGE)
         self._peek = client.register_script(lua.PEEK)
         self._records = KnownRecords()
+        self._batch = ScriptBatch(client)
 
     @classmethod
     def from_url(
@@ -68,7 +70,7 @@ class RedisStore:
             limits = [ask.rpm or 0, ask.tpm or 0, repr(ask.window), repr(ask.probe)]
             args += [ask.ticket, ask.tokens, *limits]
         offset = self._offset()
-        granted, refusals, records = await self._admit(keys=keys, args=args)
+        granted, refusals, records = await self._batch.run(self._admit, keys, args)
         pairs = zip(refusals[::2], refusals[1::2], strict=True)
         return Admission(
             asks[granted - 1] if granted else None,
@@ -98,7 +100,7 @@ class RedisStore:
             self._records.logged(lane, ask.source),
         ]
         offset = self._offset()
-        raw = await self._settle(keys=keys, args=args)
+        raw = await self._batch.run(self._settle, keys, args)
         return self._records.update(lane, ask.source, raw, offset)
 
     async def release(self, lane: str, ask: Ask) -> None:
@@ -107,7 +109,7 @@ class RedisStore:
             *self._keys(lane, ask.quota_source, "q", "t"),
             *self._keys(lane, ask.source, "probe"),
         ]
-        await self._release(keys=keys, args=[ask.ticket])
+        await self._batch.run(self._release, keys, [ask.ticket])
 
     async def peek(
         self, lane: str, sources: Sequence[str], quotas: Sequence[tuple[str, float]]
