@@ -53,9 +53,10 @@ async def test_a_script_error_is_its_callers_alone(redis_client, redis_prefix) -
     script = counting(redis_client)
     key = f"{redis_prefix}:n"
     await batch.run(script, [key], [])
-    good, bad = await asyncio.gather(
+    answers: list[object] = await asyncio.gather(
         batch.run(script, [key], []), batch.run(failing, [], []), return_exceptions=True
     )
+    good, bad = answers
     assert good == 2
     assert isinstance(bad, ResponseError)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from laneway.core.clock import FakeClock
 from laneway.state import RedisStore
 from laneway.state.base import LOG_SIZE, Ask
+from laneway.state.redis_store import RECORDS_FRESH_FOR
 from tests.state.conftest import delete_keys
 
 LANE = "lane"
@@ -70,6 +71,28 @@ async def test_a_log_gone_from_redis_starts_again_empty(redis_client, redis_pref
     store, _, clock = pair(redis_client, redis_prefix)
     await log(store, clock, "ok failed")
     await delete_keys(redis_client, f"{redis_prefix}:*")
+    clock.advance(1.0)
     assert await codes_seen(store) == []
     await log(store, clock, "timeout")
     assert await codes_seen(store) == ["timeout"]
+
+
+async def test_an_admission_that_reserves_nothing_uses_records_read_a_moment_ago(
+    redis_client, redis_prefix
+) -> None:
+    one, two, clock = pair(redis_client, redis_prefix)
+    assert await codes_seen(two) == []
+    await one.settle(LANE, Ask("a", "t"), None, "failed")
+    clock.advance(RECORDS_FRESH_FOR)
+    assert await codes_seen(two) == []
+    clock.advance(0.001)
+    assert await codes_seen(two) == ["failed"]
+
+
+async def test_quotas_and_probes_are_always_decided_in_redis(redis_client, redis_prefix) -> None:
+    one, two, _ = pair(redis_client, redis_prefix)
+    assert await codes_seen(one) == []
+    assert (await one.admit(LANE, ["a"], [Ask("a", "t1", rpm=1)])).granted is not None
+    assert (await two.admit(LANE, ["a"], [Ask("a", "t2", rpm=1)])).granted is None
+    assert (await one.admit(LANE, ["a"], [Ask("a", "t3", probe=5.0)])).granted is not None
+    assert (await two.admit(LANE, ["a"], [Ask("a", "t4", probe=5.0)])).granted is None

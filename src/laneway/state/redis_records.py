@@ -8,10 +8,16 @@ store says how far it knows each log and the script answers only the
 outcomes since (the whole log when the gap is wider than it, or the log
 started again). A record that did not change is the same object as before,
 so its health summary is not computed again.
+
+It also remembers when each record was last read, so an admission that needs
+nothing else from Redis may use records read a moment ago (``RedisStore``'s
+``records_fresh_for``).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,22 +40,40 @@ class KnownRecords:
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, str], _Known] = {}
+        self._read_at: dict[tuple[str, str], float] = {}
 
     def logged(self, lane: str, source: str) -> int:
         """The outcome number this store knows ``source``'s log up to (0: nothing yet)."""
         return self._known.get((lane, source), _NOTHING).logged
 
-    def update(self, lane: str, source: str, raw: list[Any], offset: float) -> SourceRecord:
+    def read_since(
+        self, lane: str, sources: Sequence[str], since: float
+    ) -> dict[str, SourceRecord] | None:
+        """The records of ``sources`` if each was read at ``since`` or later, else ``None``."""
+        records = {}
+        for name in sources:
+            key = (lane, name)
+            if self._read_at.get(key, -math.inf) < since:
+                return None
+            records[name] = self._known[key].record
+        return records
+
+    def update(
+        self, lane: str, source: str, raw: list[Any], offset: float, asked_at: float
+    ) -> SourceRecord:
         """Fold a script's answer (``record_since`` in ``laneway.state.lua``) into the record.
 
-        ``offset`` is wall minus monotonic time (marks come back in wall time).
+        ``offset`` is wall minus monotonic time (marks come back in wall time);
+        ``asked_at`` the monotonic time the script was called (the record is
+        at least that recent).
         An answer older than what is known (two calls crossed) changes nothing;
         a whole log counted 0 (its keys expired or were lost) replaces it.
         """
         count, last_ok, lines, whole = raw
         count = int(count)
         key = (lane, source)
-        known = self._known.get(key, _NOTHING)
+        known = self._known.setdefault(key, _NOTHING)
+        self._read_at[key] = max(self._read_at.get(key, asked_at), asked_at)
         fresh = count - known.logged
         if whole:
             if 0 < count < known.logged:

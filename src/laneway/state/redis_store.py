@@ -34,14 +34,31 @@ from laneway.state.redis_records import KnownRecords
 LOG_TTL_MS = 600_000
 """How long an idle source's outcome log and last success are kept, in milliseconds."""
 
+RECORDS_FRESH_FOR = 0.05
+"""Seconds an admission that reserves nothing may use the records read last, no round trip.
+
+Only an admission whose first ask has no ``rpm``, ``tpm`` or probe: it is
+granted whatever Redis holds, and Redis would only answer the records. So
+quotas and probe leases are always decided in Redis; what may lag by this
+much is the other replicas' outcomes (health, breaker) seen by this one.
+"""
+
 
 class RedisStore:
     """Quota windows, outcome logs and probe leases in Redis, under ``prefix``."""
 
-    def __init__(self, client: Redis, clock: TimeSource, *, prefix: str = "laneway") -> None:
+    def __init__(
+        self,
+        client: Redis,
+        clock: TimeSource,
+        *,
+        prefix: str = "laneway",
+        records_fresh_for: float = RECORDS_FRESH_FOR,
+    ) -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix
+        self.records_fresh_for = records_fresh_for
         self._admit = client.register_script(lua.ADMIT)
         self._settle = client.register_script(lua.SETTLE)
         self._release = client.register_script(lua.RELEASE)
@@ -58,7 +75,13 @@ class RedisStore:
         return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
 
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
-        """See ``SourceStore.admit``."""
+        """See ``SourceStore.admit``: one script call, or none (see ``RECORDS_FRESH_FOR``)."""
+        asked_at = self.clock.now()
+        if asks and _reserves_nothing(asks[0]):
+            since = asked_at - self.records_fresh_for
+            recent = self._records.read_since(lane, sources, since)
+            if recent is not None:
+                return Admission(asks[0], (), recent)
         keys = [key for name in sources for key in self._keys(lane, name, "log", "ok", "logged")]
         args: list[Any] = [self._wall_now(), len(sources), LOG_SIZE]
         args += [self._records.logged(lane, name) for name in sources]
@@ -76,7 +99,7 @@ class RedisStore:
             asks[granted - 1] if granted else None,
             tuple(Refusal(a.source, float(s), r) for a, (s, r) in zip(asks, pairs, strict=False)),
             {
-                name: self._records.update(lane, name, raw, offset)
+                name: self._records.update(lane, name, raw, offset, asked_at)
                 for name, raw in zip(sources, records, strict=True)
             },
         )
@@ -99,9 +122,9 @@ class RedisStore:
             LOG_TTL_MS,
             self._records.logged(lane, ask.source),
         ]
-        offset = self._offset()
+        offset, asked_at = self._offset(), self.clock.now()
         raw = await self._batch.run(self._settle, keys, args)
-        return self._records.update(lane, ask.source, raw, offset)
+        return self._records.update(lane, ask.source, raw, offset, asked_at)
 
     async def release(self, lane: str, ask: Ask) -> None:
         """See ``SourceStore.release``."""
@@ -184,6 +207,11 @@ async def heartbeat(client: Redis, key: str, replica: str, clock: TimeSource, tt
         pipe.pexpire(key, int(ttl * 1000))
         _, _, count, _ = await pipe.execute()
     return max(int(count), 1)
+
+
+def _reserves_nothing(ask: Ask) -> bool:
+    """Whether Redis would grant ``ask`` whatever it holds (no quota, no probe lease)."""
+    return ask.rpm is None and ask.tpm is None and ask.probe <= 0
 
 
 def _record(raw: list[Any], offset: float) -> SourceRecord:
