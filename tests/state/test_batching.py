@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
@@ -21,40 +25,48 @@ def counting(client: Redis):
     return client.register_script(COUNT.format(uuid.uuid4().hex))
 
 
+@dataclass
+class Counting:
+    """A batch, a counting script and its key: ``count()`` is one call through the batch."""
+
+    batch: ScriptBatch
+    script: AsyncScript
+    key: str
+
+    def count(self) -> Awaitable[Any]:
+        return self.batch.run(self.script, [self.key], [])
+
+
+@pytest.fixture
+def counter(redis_client, redis_prefix) -> Counting:
+    return Counting(ScriptBatch(redis_client), counting(redis_client), f"{redis_prefix}:n")
+
+
 async def test_concurrent_calls_answer_in_call_order_with_their_own_answers(
-    redis_client, redis_prefix
+    counter: Counting,
 ) -> None:
-    batch = ScriptBatch(redis_client)
-    script = counting(redis_client)
-    key = f"{redis_prefix}:n"
-    answers = await asyncio.gather(*(batch.run(script, [key], []) for _ in range(20)))
+    answers = await asyncio.gather(*(counter.count() for _ in range(20)))
     assert answers == list(range(1, 21))
-    assert await batch.run(script, [key], []) == 21
+    assert await counter.count() == 21
 
 
 async def test_a_call_cancelled_before_its_pipeline_leaves_is_not_run(
-    redis_client, redis_prefix
+    counter: Counting, redis_client
 ) -> None:
-    batch = ScriptBatch(redis_client)
-    script = counting(redis_client)
-    key = f"{redis_prefix}:n"
-    await batch.run(script, [key], [])
-    kept = asyncio.ensure_future(batch.run(script, [key], []))
-    dropped = asyncio.ensure_future(batch.run(script, [key], []))
+    await counter.count()
+    kept = asyncio.ensure_future(counter.count())
+    dropped = asyncio.ensure_future(counter.count())
     await asyncio.sleep(0)
     dropped.cancel()
     assert await kept == 2
-    assert await redis_client.get(key) == "2"
+    assert await redis_client.get(counter.key) == "2"
 
 
-async def test_a_script_error_is_its_callers_alone(redis_client, redis_prefix) -> None:
-    batch = ScriptBatch(redis_client)
+async def test_a_script_error_is_its_callers_alone(counter: Counting, redis_client) -> None:
     failing = redis_client.register_script("return redis.error_reply('refused')")
-    script = counting(redis_client)
-    key = f"{redis_prefix}:n"
-    await batch.run(script, [key], [])
+    await counter.count()
     answers: list[object] = await asyncio.gather(
-        batch.run(script, [key], []), batch.run(failing, [], []), return_exceptions=True
+        counter.count(), counter.batch.run(failing, [], []), return_exceptions=True
     )
     good, bad = answers
     assert good == 2
