@@ -43,12 +43,17 @@ class ScriptBatch:
         loop = asyncio.get_running_loop()
         call = _Call(script, keys, args, loop.create_future())
         self._waiting.append(call)
-        if self._sender is None or self._sender.get_loop() is not loop:
+        if self._sender is None or self._sender.done() or self._sender.get_loop() is not loop:
             self._sender = loop.create_task(self._send_waiting(), name="redis-batch")
         return await call.answer
 
     async def _send_waiting(self) -> None:
-        """Send what waits, one pipeline at a time, until nothing does."""
+        """Send what waits, one pipeline at a time, until nothing does.
+
+        Whatever stops this task, no call is left waiting: a call it took or
+        that still waits is cancelled (its caller then sees ``CancelledError``).
+        """
+        calls: list[_Call] = []
         try:
             while self._waiting:
                 calls = [call for call in self._waiting if not call.answer.done()]
@@ -57,6 +62,9 @@ class ScriptBatch:
                     await self._send(calls)
         finally:
             self._sender = None
+            for call in (*calls, *self._waiting):
+                call.answer.cancel()
+            self._waiting = []
 
     async def _send(self, calls: list[_Call]) -> None:
         try:
@@ -64,17 +72,8 @@ class ScriptBatch:
                 for call in calls:
                     pipe.evalsha(call.script.sha, len(call.keys), *call.keys, *call.args)
                 answers = await pipe.execute(raise_on_error=False)
-        except BaseException as error:  # the connection failed (or we were stopped): all did
-            for call in calls:
-                if call.answer.done():
-                    continue
-                if isinstance(error, Exception):
-                    call.answer.set_exception(error)
-                else:
-                    call.answer.cancel()
-            if isinstance(error, Exception):
-                return
-            raise
+        except Exception as error:  # the connection failed: every call in it did
+            answers = [error] * len(calls)
         for call, answer in zip(calls, answers, strict=True):
             if isinstance(answer, NoScriptError):  # Redis restarted or its scripts flushed
                 answer = await _loading(call)
