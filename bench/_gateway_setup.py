@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,18 @@ def laneway_cmd(config: Path, port: int, workdir: Path) -> list[str]:
     """``laneway serve`` with one worker, started in ``workdir`` so stray files land there."""
     serve = [str(LANEWAY_BIN), "serve", "--config", str(config)]
     return ["env", "-C", str(workdir), *serve, "--host", "127.0.0.1", "--port", str(port)]
+
+
+def compile_laneway() -> None:
+    """Write laneway's bytecode beside its source, as installing a wheel does.
+
+    The checkout is an editable install; run under ``PYTHONDONTWRITEBYTECODE=1``
+    (as on the bench machine) every ``laneway serve`` would compile all of
+    laneway's modules again: ~0.12 s of CPU in its time to ready that no
+    installed laneway pays. Call before the first server starts.
+    """
+    source = REPO_ROOT / "src" / "laneway"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
 
 
 def laneway_version() -> str:

@@ -328,6 +328,7 @@ def main() -> int:
         return 2
     affinity = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {LOAD_CPU})  # keep this orchestrator off the gateway's core
+    setup.compile_laneway()
     began = time.monotonic()
     skipped: list[str] = []
     with ExitStack() as stack:

@@ -179,6 +179,7 @@ def main() -> int:
     if args.rss_seconds is None:
         args.rss_seconds = 5 if args.quick else 300
     _relay.exit_on_signal()
+    setup.compile_laneway()
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
         rows = run(args, Path(tmp))

@@ -21,6 +21,13 @@ OPTIONAL = (
     "laneway.client",  # the library facade
     "opentelemetry",  # traces: the [otel] extra, when OTEL_* variables ask for them
     "laneway.tracing.spans",
+    "laneway.providers.anthropic",  # other wire formats: when a source names them
+    "laneway.providers.gemini",
+    "laneway.providers.azure",
+    "laneway.server.anthropic_messages",  # inbound dialects: at their first call
+    "laneway.server.responses_api",
+    "laneway.server.status_html",  # the status page: at its first view
+    "laneway.cli.supervisor",  # --workers 2 and more
 )
 
 

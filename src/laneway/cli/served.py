@@ -15,6 +15,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from laneway.cli.compose import Composer
 from laneway.cli.loaded import Bind, LoadedConfig
@@ -26,12 +27,14 @@ from laneway.cli.reloading import (
     published_source,
 )
 from laneway.cli.rundir import ServerStatus, StatusFile
-from laneway.cli.supervisor import Supervisor
 from laneway.metrics import SHARE_DIR_ENV
 from laneway.server.access_log import LogFormat
 from laneway.server.health import ConfigId
 from laneway.server.protocol import LimitedConfig
 from laneway.server.reload import ReloadingGateway
+
+if TYPE_CHECKING:
+    from laneway.cli.supervisor import Supervisor
 
 log = logging.getLogger("laneway.serve")
 
@@ -60,7 +63,13 @@ class Served:
         return ReloadingGateway(first, on_startup=reloader.install)
 
     def supervisor(self, settings: LimitedConfig, sock: socket.socket) -> Supervisor:
-        """The workers' supervisor, their private folder made (metrics, published configs)."""
+        """The workers' supervisor, their private folder made (metrics, published configs).
+
+        Imported here: one worker (the default) needs none of it (uvicorn's
+        ``Multiprocess``, ``multiprocessing``).
+        """
+        from laneway.cli.supervisor import Supervisor
+
         self._share = Path(tempfile.mkdtemp(prefix="laneway-workers-"))  # private: mode 0700
         os.environ[SHARE_DIR_ENV] = str(self._share)  # workers inherit the environment
         assert self.state is not None, "started() comes first"

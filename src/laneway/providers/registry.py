@@ -1,12 +1,13 @@
-"""Picks the adapter for a source's ``provider:`` name."""
+"""Picks the adapter for a source's ``provider:`` name.
+
+Each adapter is imported when a source first names it: ``laneway serve`` with
+OpenAI-shaped sources only (the usual case) does not load the Anthropic and
+Gemini wire formats (their request builders and schema converters).
+"""
 
 from __future__ import annotations
 
-from laneway.providers.anthropic import AnthropicProvider
-from laneway.providers.azure import AzureOpenAIProvider
 from laneway.providers.base import Provider
-from laneway.providers.gemini import GeminiProvider
-from laneway.providers.openai import OpenAIProvider
 
 
 def make_provider(
@@ -24,11 +25,19 @@ def make_provider(
     refuses calls without one, takes it. ``api_version`` is Azure's.
     """
     if kind == "openai":
+        from laneway.providers.openai import OpenAIProvider
+
         return OpenAIProvider(base_url, model, api_key)
     if kind == "azure":
+        from laneway.providers.azure import AzureOpenAIProvider
+
         return AzureOpenAIProvider(base_url, model, api_key, api_version)
     if kind == "gemini":
+        from laneway.providers.gemini import GeminiProvider
+
         return GeminiProvider(base_url, model, api_key)
     if kind == "anthropic":
+        from laneway.providers.anthropic import AnthropicProvider
+
         return AnthropicProvider(base_url, model, api_key, max_tokens)
     raise ValueError(f"unknown provider {kind!r}")

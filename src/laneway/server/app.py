@@ -59,7 +59,6 @@ from laneway.engine.gateway import Engine
 from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
 from laneway.metrics.collect import KeyLedgerReport
-from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
 from laneway.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -94,7 +93,6 @@ from laneway.server.request_ids import (
     request_id,
     tagging_send,
 )
-from laneway.server.responses_api import RESPONSES
 from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
@@ -362,11 +360,21 @@ class Gateway:
         await self._converse(ex, OPENAI_CHAT)
 
     async def _messages(self, ex: Exchange) -> None:
-        """Anthropic's Messages API on any chat lane (``anthropic_messages``)."""
+        """Anthropic's Messages API on any chat lane (``anthropic_messages``).
+
+        Its dialect is imported on the first such call, not at start (time to ready).
+        """
+        from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
+
         await self._converse(ex, ANTHROPIC_MESSAGES)
 
     async def _responses(self, ex: Exchange) -> None:
-        """OpenAI's Responses API, its text and tools subset, on any chat lane."""
+        """OpenAI's Responses API, its text and tools subset, on any chat lane.
+
+        Its dialect is imported on the first such call, not at start (time to ready).
+        """
+        from laneway.server.responses_api import RESPONSES
+
         await self._converse(ex, RESPONSES)
 
     async def _converse(self, ex: Exchange, dialect: Dialect) -> None:

@@ -27,7 +27,6 @@ from laneway.engine.gateway import Engine
 from laneway.engine.standing import stand
 from laneway.metrics import Metrics
 from laneway.server.asgi import Reply
-from laneway.server.status_html import render_page
 from laneway.server.status_view import status_data
 
 HTML = b"text/html; charset=utf-8"
@@ -69,6 +68,8 @@ class StatusPage:
 
     async def html(self) -> Reply:
         """The page."""
+        from laneway.server.status_html import render_page  # first page view, not at start
+
         body = render_page(await self.data())
         return Reply(200, self.engine.redactor.bytes(body), NO_STORE + PAGE_GUARD, HTML)
 
