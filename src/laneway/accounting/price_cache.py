@@ -37,13 +37,14 @@ Found = tuple["ModelInfo", str] | None
 
 
 def cache_file() -> Path | None:
-    """This installation's cache file; ``None`` when a version cannot be read."""
+    """This installation's cache file; ``None`` when a version or the home folder is unknown."""
     try:
         prices = importlib.metadata.version("genai-prices")
         ours = importlib.metadata.version("laneway")
-    except importlib.metadata.PackageNotFoundError:
+        folder = cache_dir()
+    except (importlib.metadata.PackageNotFoundError, RuntimeError):  # RuntimeError: no home
         return None
-    return cache_dir() / f"prices-{FORMAT}-laneway-{ours}-genai-prices-{prices}.pickle"
+    return folder / f"prices-{FORMAT}-laneway-{ours}-genai-prices-{prices}.pickle"
 
 
 def cache_dir() -> Path:
