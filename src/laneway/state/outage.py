@@ -108,10 +108,12 @@ class SharedOrLocal(ABC):
                 self._log_recovery(summary)
             async with asyncio.timeout(self.timeout):
                 if now >= self._next_beat:
-                    self.replicas = await self._heartbeat(3 * self.heartbeat)
+                    # Set before awaiting, so calls concurrent with it send none of their own
                     self._next_beat = now + self.heartbeat
+                    self.replicas = await self._heartbeat(3 * self.heartbeat)
                 return await operation()
         except SHARED_ERRORS as error:
+            self._next_beat = -math.inf  # the first call Redis answers again says it is alive
             if self._down_since is None:
                 self.outages += 1
                 self._log_outage(error)
