@@ -1,5 +1,7 @@
 """Per-key limits shared through Redis: one script call to reserve, one to settle.
 
+Concurrent calls share pipelines (``ScriptBatch``), each awaiting its own answer.
+
 Per key (hash-tagged by its name, so a key's figures share a cluster slot):
 ``q`` and ``t`` the request/token window (``laneway.state.lua``'s layout),
 ``run`` a sorted set of running tickets scored by their lease's end,
@@ -20,6 +22,7 @@ from redis.asyncio import Redis
 
 from laneway.core.clock import TimeSource
 from laneway.state import lua
+from laneway.state.batching import ScriptBatch
 from laneway.state.keys import (
     CONCURRENCY_WAIT,
     SLOT_LEASE,
@@ -157,6 +160,7 @@ class RedisKeyLedger:
         self._reserve = client.register_script(RESERVE)
         self._settle = client.register_script(SETTLE)
         self._replay = client.register_script(REPLAY)
+        self._batch = ScriptBatch(client)
 
     @classmethod
     def from_url(
@@ -189,7 +193,7 @@ class RedisKeyLedger:
             DAY_TTL_MS,
             MONTH_TTL_MS,
         ]
-        limit, figure, *window = await self._reserve(keys=keys, args=args)
+        limit, figure, *window = await self._batch.run(self._reserve, keys, args)
         if not limit:
             requests, tokens, frees_in, spent_day, spent_month = window
             spend = {day: float(spent_day), month: float(spent_month)}
@@ -207,7 +211,8 @@ class RedisKeyLedger:
             -1 if tokens is None else tokens,
             "" if usd is None else repr(usd),
         ]
-        spent = await self._settle(keys=self._keys(ask.key, "t", "run", "held"), args=args)
+        keys = self._keys(ask.key, "t", "run", "held")
+        spent = await self._batch.run(self._settle, keys, args)
         pairs = zip(spent[::2], spent[1::2], strict=True)
         return {name.rpartition(":spend:")[2]: float(value) for name, value in pairs}
 
