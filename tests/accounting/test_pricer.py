@@ -65,6 +65,22 @@ def test_cost_of_a_record() -> None:
     assert p.cost(record("s", known, lane="gone")) == (None, "unpriced")
 
 
+def test_a_record_is_priced_once_for_all_its_readers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder, metrics, access log and telemetry writer each ask; one answer serves all."""
+    p = pricer("sim-model", price={"input": 1, "output": 2}, name="s")
+    calls = []
+    answer_cost = p.answer_cost
+
+    def counted(*args: object) -> object:
+        calls.append(args)
+        return answer_cost(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(p, "answer_cost", counted)
+    r = record("s", Usage(1_000_000, 1_000_000, 2_000_000, source="provider"))
+    assert [p.cost(r) for _ in range(4)] == [(3.0, "priced")] * 4
+    assert len(calls) == 1
+
+
 def test_unpriced_source_costs_nothing_known() -> None:
     p = pricer("sim-model", name="s")
     assert p.cost(record("s", Usage(1, 1, 2, source="provider"))) == (None, "unpriced")

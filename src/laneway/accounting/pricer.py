@@ -163,11 +163,17 @@ class Pricer:
         A call whose attempts carry their own usage (a stream continued on
         another source) costs the sum of each part at its source's rate.
         """
+        known = record.priced
+        if isinstance(known, Cost):
+            return known
         if record.cache == "hit":
-            return CACHE_HIT
-        return self.answer_cost(
-            record.lane, record.kind, record.time, record.attempts, record.usage, record.source
-        )
+            cost = CACHE_HIT
+        else:
+            cost = self.answer_cost(
+                record.lane, record.kind, record.time, record.attempts, record.usage, record.source
+            )
+        record.priced = cost  # every reader of this record asks; price it once
+        return cost
 
     def answer_cost(
         self,

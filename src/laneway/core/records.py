@@ -26,9 +26,9 @@ class CallMeta:
 class CallRecord:
     """One finished call: identity, outcome, timing, tokens.
 
-    Treat it as immutable once made. It is not a frozen dataclass because one
-    is built on every request, and a frozen ``__init__`` (a ``setattr``
-    per field) costs several microseconds there.
+    Treat it as immutable once made (``priced`` aside: a memo). It is not a
+    frozen dataclass because one is built on every request, and a frozen
+    ``__init__`` (a ``setattr`` per field) costs several microseconds there.
 
     ``outcome`` is ``ok`` or ``error``; ``error`` names the error code
     (``deadline_exceeded``, ``upstream_error``...). ``usage`` fields stay
@@ -54,6 +54,9 @@ class CallRecord:
     embedding_dim: int | None = None
     stream: bool = False
     malformed_events: int = 0
+    priced: tuple[float | None, str] | None = field(default=None, compare=False, repr=False)
+    """The pricer's answer, kept by the first reader that asked (``accounting.Pricer.cost``):
+    the recorder, metrics, access log and telemetry writer all price the same record."""
 
     @property
     def pushbacks(self) -> int:
