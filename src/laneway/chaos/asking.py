@@ -5,7 +5,9 @@ and records what came back: status, the text, whose words they were (each
 chunk's ``model``; the fault scenarios' upstreams name themselves), the usage
 chunk, whether ``[DONE]`` closed it, an error (HTTP body or in-band event),
 and the time to the end of the answer. Laneway's gateway and LiteLLM's proxy
-are measured by this same code.
+are measured by this same code; a client of another kind (the tests' in-process
+one, on virtual time) feeds what it reads to a ``StreamReading`` and gets the
+same ``StreamedAnswer``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ class StreamedAnswer:
 
 
 @dataclass(slots=True)
-class _Reading:
+class StreamReading:
+    """What a caller has read of one answer so far, whatever client read it."""
+
     text: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     usage: dict[str, Any] | None = None
@@ -48,6 +52,7 @@ class _Reading:
     error: str | None = None
 
     def take(self, data: bytes) -> None:
+        """Take one SSE event's ``data`` payload: a chunk, an error event or ``[DONE]``."""
         if data == DONE:
             self.done = True
             return
@@ -69,6 +74,26 @@ class _Reading:
                 model = event.get("model")
                 if isinstance(model, str) and model not in self.models:
                     self.models.append(model)
+
+    def take_body(self, status: int, raw: bytes) -> None:
+        """Take a whole answer that was not a stream: an error's code, unless it is a 200."""
+        try:
+            self.error = _error_code(orjson.loads(raw)) if status != 200 else None
+        except orjson.JSONDecodeError:
+            self.error = "unreadable body"
+
+    def answer(self, start: float, elapsed: float, status: int) -> StreamedAnswer:
+        """The call as read: it started ``start`` s into its series and lasted ``elapsed`` s."""
+        return StreamedAnswer(
+            start=start,
+            elapsed=elapsed,
+            status=status,
+            text="".join(self.text),
+            models=tuple(self.models),
+            usage=self.usage,
+            done=self.done,
+            error=self.error,
+        )
 
 
 def _error_code(body: Any) -> str:
@@ -96,7 +121,7 @@ async def ask(
     The caller gives up after ``timeout`` seconds (error ``client_timeout``).
     """
     started = time.monotonic()
-    reading = _Reading()
+    reading = StreamReading()
     status = 0
     try:
         async with asyncio.timeout(timeout):
@@ -105,26 +130,15 @@ async def ask(
         reading.error = "client_timeout"
     except aiohttp.ClientError as exc:
         reading.error = type(exc).__name__
-    return StreamedAnswer(
-        start=started - origin,
-        elapsed=time.monotonic() - started,
-        status=status,
-        text="".join(reading.text),
-        models=tuple(reading.models),
-        usage=reading.usage,
-        done=reading.done,
-        error=reading.error,
-    )
+    return reading.answer(started - origin, time.monotonic() - started, status)
 
 
-async def _read(session: aiohttp.ClientSession, url: str, model: str, reading: _Reading) -> int:
+async def _read(
+    session: aiohttp.ClientSession, url: str, model: str, reading: StreamReading
+) -> int:
     async with session.post(url, data=orjson.dumps(request_body(model))) as response:
         if response.content_type != "text/event-stream":
-            raw = await response.read()
-            try:
-                reading.error = _error_code(orjson.loads(raw)) if response.status != 200 else None
-            except orjson.JSONDecodeError:
-                reading.error = "unreadable body"
+            reading.take_body(response.status, await response.read())
             return response.status
         async for line in response.content:
             if line.startswith(b"data:"):
