@@ -194,6 +194,22 @@ async def test_fail_first_uses_the_given_status(client, base_url):
     assert statuses == [500, 200]
 
 
+async def test_fail_after_succeeds_then_fails(client, base_url):
+    address = url(base_url, "fail_after=2,id=fa")
+
+    statuses = [(await post(client, address))[0] for _ in range(4)]
+
+    assert statuses == [200, 200, 503, 503]
+
+
+async def test_fail_first_and_fail_after_count_each_request_once(client, base_url):
+    address = url(base_url, "fail_first=1,fail_after=3,status=500,id=ffa")
+
+    statuses = [(await post(client, address))[0] for _ in range(4)]
+
+    assert statuses == [500, 200, 200, 500]
+
+
 async def test_flaky_follows_its_seeded_rng(client, base_url):
     address = url(base_url, "flaky=0.5,seed=7,id=flaky")
     rng = random.Random(7)

@@ -2,8 +2,9 @@
 
 Started with ``--remote-debugging-port=0``; the websocket address it prints
 on stderr is dialled with aiohttp (already a dependency), so no browser
-automation package and no browser download are needed. One page (target)
-per ``Browser``: navigate, evaluate JavaScript, take screenshots.
+automation package and no browser download are needed. A ``Browser`` opens
+one page (target) at a time: navigate, evaluate JavaScript, take
+screenshots; one Chromium serves page after page, so it starts once.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def chromium_path() -> str:
 
 
 class Browser:
-    """One headless Chromium process and one page in it."""
+    """One headless Chromium process and the page open in it (see ``page``)."""
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
@@ -54,7 +55,7 @@ class Browser:
         self._ids = itertools.count(1)
 
     async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        """Send one command to the page (the browser, before ``open_page``); await its answer."""
+        """Send one command to the page (the browser, outside ``page``); await its answer."""
         number = next(self._ids)
         message: dict[str, Any] = {"id": number, "method": method, "params": params}
         if self.session_id:
@@ -69,20 +70,26 @@ class Browser:
                     result: dict[str, Any] = reply.get("result", {})
                     return result
 
-    async def open_page(self) -> None:
-        """Create the page, attach to it, and give it a 1280x900 window."""
+    @contextlib.asynccontextmanager
+    async def page(self) -> AsyncIterator[Browser]:
+        """A new page with a 1280x900 window, closed after: nothing carries to the next."""
         target = await self.send("Target.createTarget", url="about:blank")
         attached = await self.send(
             "Target.attachToTarget", targetId=target["targetId"], flatten=True
         )
         self.session_id = attached["sessionId"]
-        await self.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=WIDTH,
-            height=HEIGHT,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        try:
+            await self.send(
+                "Emulation.setDeviceMetricsOverride",
+                width=WIDTH,
+                height=HEIGHT,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            yield self
+        finally:
+            self.session_id = ""
+            await self.send("Target.closeTarget", targetId=target["targetId"])
 
     async def authorize(self, key: str) -> None:
         """Send ``key`` as a bearer header with every request of the page."""
@@ -124,16 +131,14 @@ class Browser:
 
 @contextlib.asynccontextmanager
 async def chromium() -> AsyncIterator[Browser]:
-    """A headless Chromium with one 1280x900 page, ended (and its profile removed) after."""
+    """A headless Chromium, ended (and its profile removed) after; pages come from ``page``."""
     binary = chromium_path()
     profile = tempfile.mkdtemp(prefix="laneway-chromium-")
     process = _launch(binary, profile)
     try:
         address = await asyncio.to_thread(_devtools_address, process)
         async with aiohttp.ClientSession() as http, http.ws_connect(address, max_msg_size=0) as ws:
-            browser = Browser(ws)
-            await browser.open_page()
-            yield browser
+            yield Browser(ws)
     finally:
         process.terminate()
         try:

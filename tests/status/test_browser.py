@@ -2,7 +2,9 @@
 
 Screenshots are kept in ``tests/artifacts/status/`` (gitignored; each test
 prints its path). Every wait is a poll with a generous bound: Chromium can
-take many seconds to start on a loaded two-core machine.
+take many seconds to start on a loaded two-core machine. One Chromium and one
+gateway serve the module; each test has a page of its own. Pages whose test
+waits for a refresh ask for one every ``REFRESH`` seconds (``?refresh=``).
 """
 
 from __future__ import annotations
@@ -13,31 +15,31 @@ from typing import Any
 
 import aiohttp
 import pytest
+import pytest_asyncio
 
 from laneway.core.records import CallRecord
 from laneway.core.types import Attempt, Usage
 from laneway.metrics import Metrics
 from laneway.sim import RunningSim
-from tests.helpers import sim_url, unique_spec
-from tests.server.support import HELLO, RunningGateway, config, source
+from tests.helpers import unique_spec
+from tests.server.support import RunningGateway, config, source
 from tests.status.browser import WIDTH, Browser, chromium, poll
 from tests.status.support import chat, priced_metrics, serve_status, source_of, status_json
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 KEY = "k-oncall"
 OPS = {"Authorization": f"Bearer {KEY}"}
-FLAP = 2.0
-"""Half-period of the flapping source: up and down by turns for this many seconds."""
+HEALTHY = 3
+"""Calls the flapping source answers before it goes down for good (``fail_after``)."""
 BREAKER = {"failures": 3, "window": "60s", "cooldown": "300s"}
 """Three failures open it, and it stays open for the rest of the test."""
+REFRESH = 0.25
+"""Seconds between refreshes of the pages whose test waits for one (the fastest allowed)."""
 
 
 @pytest.fixture(scope="module")
-def flap_spec() -> str:
-    return unique_spec(f"flap={FLAP:g}")
-
-
-@pytest.fixture(scope="module")
-def gw(sim: RunningSim, flap_spec: str) -> Iterator[RunningGateway]:
+def gw(sim: RunningSim) -> Iterator[RunningGateway]:
     lanes: dict[str, dict[str, Any]] = {
         "chat": {
             "sources": [
@@ -50,7 +52,7 @@ def gw(sim: RunningSim, flap_spec: str) -> Iterator[RunningGateway]:
         "flappy": {
             "retries": 0,
             "breaker": BREAKER,
-            "sources": [source(sim, flap_spec, name="flapping")],
+            "sources": [source(sim, unique_spec(f"fail_after={HEALTHY}"), name="flapping")],
         },
         "embed": {"kind": "embed", "sources": [source(sim, unique_spec(""), name="vectors")]},
     }
@@ -86,17 +88,24 @@ def with_past_hour(metrics: Metrics) -> Metrics:
     return metrics
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as opened:
-        await opened.authorize(KEY)
-        yield opened
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chromium_for_module() -> AsyncIterator[Browser]:
+    async with chromium() as started:
+        yield started
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def browser(chromium_for_module: Browser) -> AsyncIterator[Browser]:
+    """A fresh page of the module's Chromium, sending the on-call key."""
+    async with chromium_for_module.page() as page:
+        await page.authorize(KEY)
+        yield page
 
 
 async def test_every_lane_and_source_with_plots_and_no_overflow(gw, http, browser) -> None:
@@ -143,7 +152,7 @@ async def test_the_page_refreshes_itself_and_keeps_its_scroll(gw, http, browser)
         deviceScaleFactor=1,
         mobile=False,
     )
-    await browser.goto(f"{gw.url}/status")
+    await browser.goto(f"{gw.url}/status?refresh={REFRESH:g}")
     cell = (
         "document.querySelector('tbody[data-lane=embed] tr.lane td:nth-child(7)')"
         ".firstChild.textContent"
@@ -164,18 +173,11 @@ async def test_the_page_refreshes_itself_and_keeps_its_scroll(gw, http, browser)
     assert await browser.evaluate("window.scrollY") == scrolled
 
 
-async def test_a_lane_going_from_healthy_to_an_open_breaker(
-    sim: RunningSim, gw, http, browser, flap_spec: str
-) -> None:
+async def test_a_lane_going_from_healthy_to_an_open_breaker(gw, http, browser) -> None:
     app = {"Authorization": "Bearer k-app"}
-    successes = 0
-    deadline = time.monotonic() + 60
-    while successes < 3:
-        assert time.monotonic() < deadline, "no three successes in a row"
-        if successes == 0:
-            await until_upstream(http, sim, flap_spec, 200)
-        successes = successes + 1 if await chat(http, gw, "flappy", headers=app) == 200 else 0
-    await browser.goto(f"{gw.url}/status")
+    for _ in range(HEALTHY):
+        assert await chat(http, gw, "flappy", headers=app) == 200
+    await browser.goto(f"{gw.url}/status?refresh={REFRESH:g}")
     row = "document.querySelector('tbody[data-lane=flappy] tr.source')"
     assert await browser.evaluate(f"{row}.className") != "source down"
     assert await browser.evaluate(f"{row}.querySelector('td:nth-child(4)').textContent") == "closed"
@@ -185,8 +187,7 @@ async def test_a_lane_going_from_healthy_to_an_open_breaker(
         flapping = source_of(await status_json(http, gw, OPS), "flappy", "flapping")
         if flapping["breaker"] == "open":
             return True
-        await until_upstream(http, sim, flap_spec, 503)
-        await chat(http, gw, "flappy", headers=app)
+        assert await chat(http, gw, "flappy", headers=app) != 200, "the source is down"
         return False
 
     await poll(opened, 60, "the breaker opens")
@@ -198,17 +199,3 @@ async def test_a_lane_going_from_healthy_to_an_open_breaker(
     first = await browser.evaluate("document.querySelector('tbody[data-lane]').dataset.lane")
     assert first == "flappy", "the lane that is down comes first"
     await browser.screenshot("breaker-open")
-
-
-async def until_upstream(
-    http: aiohttp.ClientSession, sim: RunningSim, spec: str, status: int
-) -> None:
-    """Wait until the flapping upstream answers ``status`` when asked directly."""
-
-    async def answers() -> bool:
-        url = f"{sim_url(sim, spec)}/chat/completions"
-        async with http.post(url, json={"model": "m", "messages": HELLO}) as response:
-            await response.read()
-            return response.status == status
-
-    await poll(answers, 4 * FLAP + 30, f"the upstream answers {status}")

@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from laneway.server.status import refresh_seconds
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.server.support import RunningGateway, config, serve_gateway, source
@@ -78,6 +79,33 @@ async def test_scraping_keys_see_the_page_as_bearer_or_basic(gw, http, headers) 
         page = await response.text()
     assert page.startswith("<!doctype html>") and "<svg" in page
     assert "http://" not in page and "https://" not in page, "the page loads nothing"
+
+
+@pytest.mark.parametrize(("query", "every", "meta"), [("", 5, 5), ("?refresh=0.5", 0.5, 1)])
+async def test_the_page_refreshes_as_often_as_its_address_asks(gw, http, query, every, meta):
+    async with http.get(f"{gw.url}/status{query}", headers=OPS) as response:
+        page = await response.text()
+    assert f"refreshed every {every:g} s" in page
+    assert f"const every={round(every * 1000)};" in page
+    assert f"<noscript><meta http-equiv=refresh content={meta}></noscript>" in page, "whole s"
+
+
+@pytest.mark.parametrize(
+    ("query", "seconds"),
+    [
+        (b"", 5),
+        (b"refresh=2.5", 2.5),
+        (b"lane=x&refresh=60", 60),
+        (b"refresh=0.01", 0.25),
+        (b"refresh=-3", 0.25),
+        (b"refresh=1e9", 3600),
+        (b"refresh=soon", 5),
+        (b"refresh=nan", 5),
+        (b"refresh=inf", 5),
+    ],
+)
+def test_the_refresh_asked_for_is_held_within_bounds(query, seconds) -> None:
+    assert refresh_seconds(query) == seconds
 
 
 async def test_a_key_limited_to_some_lanes_is_refused(gw, http) -> None:

@@ -93,7 +93,7 @@ from laneway.server.request_ids import (
     request_id,
     tagging_send,
 )
-from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer
+from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer, refresh_seconds
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
@@ -126,6 +126,8 @@ class Exchange:
     departure: Departure | None
     request_id: str
     path: str
+    query: bytes
+    """The raw query string (``refresh=2``), read only by the routes that take one."""
     lane: str = ""
     dialect: Dialect = OPENAI_CHAT
 
@@ -219,7 +221,8 @@ class Gateway:
         rid, usable = request_id(headers)
         rid = self.redactor.text(rid)  # echoed, stored and sent upstream: never a secret
         tagged = tagging_send(send, rid)
-        exchange = Exchange(receive, tagged, headers, scope.get(DEPARTURE), rid, scope["path"])
+        departure, query = scope.get(DEPARTURE), scope.get("query_string", b"")
+        exchange = Exchange(receive, tagged, headers, departure, rid, scope["path"], query)
         started = self.engine.recorder.start()
         try:
             self.browsers.check(exchange.headers)
@@ -540,7 +543,10 @@ class Gateway:
         self._check_scraper(caller, "the status page covers")
         assert self.status is not None
         page = self.status
-        await self._send(ex, await (page.json() if ex.path.endswith(".json") else page.html()))
+        if ex.path.endswith(".json"):
+            await self._send(ex, await page.json())
+        else:
+            await self._send(ex, await page.html(refresh_seconds(ex.query)))
 
     def _check_scraper(self, caller: Caller, covering: str) -> None:
         """Refuse (403) a key limited to some lanes: these figures cover every lane."""

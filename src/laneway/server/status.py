@@ -12,14 +12,21 @@ store when the page is asked for; AIMD limits and Retry-After marks are the
 answering process's. The history is ``Metrics.server_history``: every
 worker's under ``laneway serve --workers N``, this process's otherwise. The
 page says which.
+
+The page refreshes itself every ``DEFAULT_REFRESH`` seconds; ``/status?refresh=S``
+asks for another interval (a wall display every minute, an incident every
+second), held within ``REFRESH_BOUNDS``: each refresh renders the whole page
+again, so a page cannot ask for it faster than that.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import math
 import os
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 
@@ -42,6 +49,10 @@ PAGE_GUARD = [
     (b"x-content-type-options", b"nosniff"),
 ]
 """The page loads nothing from anywhere, may fetch only itself, and may not be framed."""
+DEFAULT_REFRESH = 5.0
+"""Seconds between the page's refreshes when the address names none."""
+REFRESH_BOUNDS = (0.25, 3600.0)
+"""The fastest and slowest refresh ``?refresh=`` may ask for; a value outside is moved in."""
 
 
 class StatusPage:
@@ -66,11 +77,11 @@ class StatusPage:
         }
         return status_data(standings, self.metrics.server_history(), engine.clock.wall(), worker)
 
-    async def html(self) -> Reply:
-        """The page."""
+    async def html(self, refresh: float = DEFAULT_REFRESH) -> Reply:
+        """The page, refreshing itself every ``refresh`` seconds."""
         from laneway.server.status_html import render_page  # first page view, not at start
 
-        body = render_page(await self.data())
+        body = render_page(await self.data(), refresh)
         return Reply(200, self.engine.redactor.bytes(body), NO_STORE + PAGE_GUARD, HTML)
 
     async def json(self) -> Reply:
@@ -96,3 +107,20 @@ def basic_as_bearer(headers: dict[bytes, bytes]) -> dict[bytes, bytes]:
     if not colon or not password:
         return headers
     return {**headers, b"authorization": b"Bearer " + password}
+
+
+def refresh_seconds(query: bytes) -> float:
+    """The refresh interval a page's query string asks for (``refresh=2.5``), within bounds.
+
+    A missing, unreadable or non-finite value gives ``DEFAULT_REFRESH``: the
+    page is for people, so a mistyped address still shows it.
+    """
+    asked = parse_qs(query.decode("latin-1")).get("refresh", [""])[-1]
+    try:
+        seconds = float(asked)
+    except ValueError:
+        return DEFAULT_REFRESH
+    if not math.isfinite(seconds):
+        return DEFAULT_REFRESH
+    low, high = REFRESH_BOUNDS
+    return min(max(seconds, low), high)

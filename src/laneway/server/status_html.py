@@ -2,20 +2,21 @@
 
 Rendered on the server from ``status_view``'s data: inline CSS, inline SVG
 plots, and a few lines of inline script that fetch the page again every
-``REFRESH_SECONDS`` and swap its content in place, so the scroll position
-stays put (without script, a ``<meta http-equiv=refresh>`` reloads it). No
-asset is loaded from anywhere. Lanes that need someone come first, in red
-(``down``) or amber (``warn``), each with the reasons in words; healthy rows
-stay plain.
+``refresh`` seconds (``server.status.refresh_seconds``) and swap its content
+in place, so the scroll position stays put (without script, a
+``<meta http-equiv=refresh>`` reloads it, in whole seconds: the tag takes no
+fraction). No asset is loaded from anywhere. Lanes that need someone come
+first, in red (``down``) or amber (``warn``), each with the reasons in words;
+healthy rows stay plain.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-REFRESH_SECONDS = 5
 SPARK_WIDTH = 120
 SPARK_HEIGHT = 22
 COLUMNS = (
@@ -81,16 +82,16 @@ _SCRIPT = (
     "document.body.dataset.refreshes=(+document.body.dataset.refreshes||0)+1}"
     "catch(e){document.body.classList.add('stale')}setTimeout(tick,every)}"
     "setTimeout(tick,every)})();"
-).replace("EVERY", str(REFRESH_SECONDS * 1000))
+)
 
 
-def render_page(data: dict[str, Any]) -> bytes:
-    """The whole document."""
+def render_page(data: dict[str, Any], refresh: float) -> bytes:
+    """The whole document, refreshing itself every ``refresh`` seconds."""
     head = (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"
         f"<title>{_title(data)}</title>"
-        f"<noscript><meta http-equiv=refresh content={REFRESH_SECONDS}></noscript>"
+        f"<noscript><meta http-equiv=refresh content={math.ceil(refresh)}></noscript>"
         f"<style>{_STYLE}</style></head><body>"
     )
     table = "".join(_lane(lane) for lane in data["lanes"])
@@ -98,12 +99,17 @@ def render_page(data: dict[str, Any]) -> bytes:
     heads = "".join(f"<th>{name}</th>" for name, _ in COLUMNS)
     return (
         head
-        + _header(data)
+        + _header(data, refresh)
         + f"<main id=status><table><colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead>"
         + table
         + "</table></main>"
-        + f"<script>{_SCRIPT}</script></body></html>"
+        + f"<script>{_script(refresh)}</script></body></html>"
     ).encode()
+
+
+def _script(refresh: float) -> str:
+    """The script that refreshes the page in place every ``refresh`` seconds."""
+    return _SCRIPT.replace("EVERY", str(round(refresh * 1000)))
 
 
 def _title(data: dict[str, Any]) -> str:
@@ -112,7 +118,7 @@ def _title(data: dict[str, Any]) -> str:
     return "laneway status" if not bad else f"({bad}) laneway status"
 
 
-def _header(data: dict[str, Any]) -> str:
+def _header(data: dict[str, Any], refresh: float) -> str:
     counts = data["lanes_by_verdict"]
     pills = [
         f"<span class='pill {verdict}'>{counts[verdict]} {label}</span>"
@@ -124,7 +130,7 @@ def _header(data: dict[str, Any]) -> str:
         "<header id=top><h1>laneway status</h1>"
         + "".join(pills)
         + f"<span class=meta>at {escape(data['generated_at'])}, refreshed every "
-        f"{REFRESH_SECONDS} s · answered by worker pid {worker['pid']} · history: "
+        f"{refresh:g} s · answered by worker pid {worker['pid']} · history: "
         f"{escape(worker['history'])} · figures: the last {data['now_seconds']} s, "
         "the last hour (1h) below</span>"
         "<span class=stale>refresh failed: figures may be old</span></header>"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from laneway.sim._state import SimState
 
 DEFAULT_FAILURE_STATUS = 503
-"""Status of fail_first, flaky and flap failures when the spec gives no `status`."""
+"""Status of fail_first, fail_after, flaky and flap failures when the spec gives no `status`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +73,29 @@ def _refuse_scripted(
     down_for = behaviour.down_for
     if down_for is not None and state.since_first_hit(spec, now) < down_for:
         return Refusal(status, f"sim: upstream is down for {down_for:g} s from its first request")
-    fail_first = behaviour.fail_first
-    if fail_first is not None and state.next_attempt(spec) <= fail_first:
-        return Refusal(status, f"sim: failing the first {fail_first} requests")
+    counted = _counted_refusal(behaviour, spec, state, status)
+    if counted is not None:
+        return counted
     flaky = behaviour.flaky
     if flaky is not None and state.rng(spec, behaviour.seed).random() < flaky:
         return Refusal(status, f"sim: flaky upstream failed (flaky={flaky})")
     if behaviour.status is not None and not behaviour.fails_conditionally:
         return Refusal(behaviour.status, f"sim: injected status {behaviour.status}")
+    return None
+
+
+def _counted_refusal(
+    behaviour: Behaviour, spec: str, state: SimState, status: int
+) -> Refusal | None:
+    """`fail_first` and `fail_after`: by the request's ordinal, counted once for both."""
+    fail_first, fail_after = behaviour.fail_first, behaviour.fail_after
+    if fail_first is None and fail_after is None:
+        return None
+    attempt = state.next_attempt(spec)
+    if fail_first is not None and attempt <= fail_first:
+        return Refusal(status, f"sim: failing the first {fail_first} requests")
+    if fail_after is not None and attempt > fail_after:
+        return Refusal(status, f"sim: down after its first {fail_after} requests")
     return None
 
 

@@ -30,6 +30,7 @@ class Behaviour:
     retry_after_ms: str | None = None
     retry_after_date: float | None = None
     fail_first: int | None = None
+    fail_after: int | None = None
     flaky: float | None = None
     seed: int = 0
     nousage: bool = False
@@ -63,7 +64,7 @@ class Behaviour:
     @property
     def fails_conditionally(self) -> bool:
         """Whether `status` only names the code of a conditional fault instead of always firing."""
-        conditions = (self.fail_first, self.flaky, self.flap, self.down_for)
+        conditions = (self.fail_first, self.fail_after, self.flaky, self.flap, self.down_for)
         return any(condition is not None for condition in conditions)
 
 
@@ -155,6 +156,7 @@ _VALUE_TOKENS: dict[str, Callable[[str], object]] = {
     "retry_after_ms": _header_seconds,
     "retry_after_date": _seconds,
     "fail_first": _count,
+    "fail_after": _count,
     "flaky": _probability,
     "seed": int,
     "dims": _positive_count,

@@ -1,4 +1,4 @@
-"""Mutable per-app state: hit log, fail_first counters, flaky RNGs and rate buckets.
+"""Mutable per-app state: hit log, fail_first/fail_after counters, flaky RNGs and rate buckets.
 
 Everything is keyed by the exact spec string (or bucket name), so tests sharing one
 sim stay apart by using distinct specs, e.g. via an `id=` token. Methods take `now`
