@@ -5,7 +5,9 @@ the clock's time, so a spec's waits (``sleep=5``, ``retry_after=2``) and the
 engine's (attempt timeouts, backoff, deadlines) are timers on one
 ``VirtualTimeLoop``: a test runs in milliseconds and its timings are exact.
 Write the test as usual, ask for the ``vsim`` fixture and decorate it with
-``in_virtual_time``; read time from ``vsim.clock``.
+``in_virtual_time``; read time from ``vsim.clock``. A test of code that waits
+only on timers and needs no simulator (the telemetry writer) takes
+``on_virtual_clock`` instead.
 """
 
 from __future__ import annotations
@@ -58,5 +60,20 @@ def in_virtual_time(test: TestFn) -> Callable[..., None]:
         if not isinstance(vsim, VirtualSim):
             raise TypeError(f"{test.__name__} runs in virtual time: it must take the vsim fixture")
         vsim.clock.run(test(*args, **kwargs))
+
+    return run
+
+
+def on_virtual_clock(test: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
+    """Run the async, argument-less ``test`` on a fresh ``VirtualClock``'s loop.
+
+    For code that waits only on the loop's timers (``asyncio.sleep``,
+    ``asyncio.timeout``): its waits cost no real time and the test reads them
+    exactly from ``asyncio.get_running_loop().time()``. Not for sockets or threads.
+    """
+
+    @functools.wraps(test)
+    def run() -> None:
+        VirtualClock().run(test())
 
     return run

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import os
+import json
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from laneway.accounting import Pricer
+from laneway.accounting import Pricer, price_cache
+from laneway.accounting import pricer as pricer_module
 from laneway.accounting.price_cache import CACHE_DIR_ENV
+from laneway.accounting.pricer import catalogue_prices
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import Usage
@@ -108,55 +112,106 @@ def test_ocr_calls_are_priced_like_chat() -> None:
     assert p.cost(ocr) == (None, "usage_unknown")
 
 
-SEARCH = """
-import sys, threading
+DRIVER = """
+import json, os, sys, threading
 from laneway.accounting import Pricer
+from laneway.accounting.price_cache import CACHE_DIR_ENV
 from laneway.config.models import LanewayConfig
 sources = [{"base_url": "http://127.0.0.1:1/v1", "model": m} for m in ("gpt-4o", "sim-model")]
 lanes = LanewayConfig.model_validate({"lanes": {"l": {"sources": sources}}}).lanes
-%s
-entries = Pricer.for_lanes(lanes).entries.values()
-print([None if e is None else e.rate(1.75e9).origin for e in entries])
-print("genai_prices.data" in sys.modules)
+
+def search(cache_dir, other_thread):
+    os.environ[CACHE_DIR_ENV] = cache_dir
+    if other_thread:
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+    entries = Pricer.for_lanes(lanes).entries.values()
+    found = [None if e is None else e.rate(1.75e9).origin for e in entries]
+    print(json.dumps([found, "genai_prices.data" in sys.modules]), flush=True)
+
+for cache_dir, other_thread in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            search(cache_dir, other_thread)
+            status = 0
+        finally:
+            os._exit(status)
+    assert os.waitpid(pid, 0)[1] == 0, "a search failed"
 """
+"""Runs each search of ``argv[1]`` (``[cache_dir, other_thread]`` pairs), in turn, in a child
+forked from one interpreter that has imported what a search imports first and nothing else,
+and runs no other thread: each child starts as a fresh interpreter would reach the search,
+so the interpreter's start-up is paid once. Prints ``[origins found, catalogue loaded]``."""
+
+FOUND = ["genai-prices openai/gpt-4o", None]
 
 
-THREAD = "threading.Thread(target=threading.Event().wait, daemon=True).start()"
+@dataclass(frozen=True)
+class Search:
+    """What one search in a fresh process found, and whether the catalogue was loaded there."""
+
+    found: list[str | None]
+    catalogue_loaded: bool
 
 
-def in_fresh_interpreter(code: str, cache_dir: Path) -> list[str]:
-    """``code``'s output lines, run where nothing is imported and no other thread runs."""
-    env = {**os.environ, CACHE_DIR_ENV: str(cache_dir)}
+@pytest.fixture(scope="module")
+def searches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Search]:
+    """First start, restart from its cache file, and a start with another thread running.
+
+    The restart reads the first start's file, so they run in that order, in one folder.
+    """
+    started, fresh = tmp_path_factory.mktemp("started"), tmp_path_factory.mktemp("fresh")
+    runs = {"first": (started, False), "restart": (started, True), "thread": (fresh, True)}
+    plan = [(str(folder), other_thread) for folder, other_thread in runs.values()]
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", DRIVER, json.dumps(plan)], capture_output=True, text=True, check=True
     )
-    return done.stdout.splitlines()
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    return {name: Search(*answer) for name, answer in zip(runs, answers, strict=True)}
 
 
-def test_the_catalogue_is_searched_in_a_child_and_not_kept(tmp_path: Path) -> None:
-    found, catalogue_loaded = in_fresh_interpreter(SEARCH % "", tmp_path)
-    assert found == "['genai-prices openai/gpt-4o', None]"
-    assert catalogue_loaded == "False"
+def test_the_catalogue_is_searched_in_a_child_and_not_kept(searches: dict[str, Search]) -> None:
+    assert searches["first"] == Search(FOUND, catalogue_loaded=False)
 
 
-def test_with_another_thread_running_the_catalogue_is_searched_here(tmp_path: Path) -> None:
-    found, catalogue_loaded = in_fresh_interpreter(SEARCH % THREAD, tmp_path)
-    assert found == "['genai-prices openai/gpt-4o', None]"
-    assert catalogue_loaded == "True"
+def test_with_another_thread_running_the_catalogue_is_searched_here(
+    searches: dict[str, Search],
+) -> None:
+    assert searches["thread"] == Search(FOUND, catalogue_loaded=True)
 
 
-def test_a_restart_answers_from_the_cache_file_without_the_catalogue(tmp_path: Path) -> None:
-    in_fresh_interpreter(SEARCH % "", tmp_path)
-    found, catalogue_loaded = in_fresh_interpreter(SEARCH % THREAD, tmp_path)
-    assert found == "['genai-prices openai/gpt-4o', None]"
-    assert catalogue_loaded == "False"
+def test_a_restart_answers_from_the_cache_file_without_the_catalogue(
+    searches: dict[str, Search],
+) -> None:
+    """With another thread running, only the file can answer without loading the catalogue."""
+    assert searches["restart"] == Search(FOUND, catalogue_loaded=False)
 
 
-def test_an_unsafe_or_broken_cache_file_is_searched_again(tmp_path: Path) -> None:
-    in_fresh_interpreter(SEARCH % "", tmp_path)
+WANTED = [("gpt-4o", "http://127.0.0.1:1/v1")]
+
+
+def test_an_unsafe_or_broken_cache_file_is_searched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file others may write, or that does not unpickle, is not read: the catalogue is."""
+    searched: list[list[tuple[str, str]]] = []
+
+    def search(wanted: Sequence[tuple[str, str]]) -> list[price_cache.Found]:
+        searched.append(list(wanted))
+        return [None] * len(wanted)
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(pricer_module, "_search_catalogue", search)
+    monkeypatch.setattr(pricer_module, "can_fork", lambda: False)
+    catalogue_prices(WANTED)
+    catalogue_prices(WANTED)
+    assert searched == [WANTED], "the second start answered from the file"
     (stored,) = tmp_path.glob("prices-*.pickle")
     stored.chmod(0o666)
-    assert in_fresh_interpreter(SEARCH % THREAD, tmp_path)[1] == "True"
+    catalogue_prices(WANTED)
+    assert searched == [WANTED] * 2
     stored.chmod(0o600)
     stored.write_bytes(b"not a pickle")
-    assert in_fresh_interpreter(SEARCH % THREAD, tmp_path)[1] == "True"
+    catalogue_prices(WANTED)
+    assert searched == [WANTED] * 3

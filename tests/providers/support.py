@@ -12,6 +12,7 @@ from laneway.config.models import LanewayConfig
 from laneway.core.types import ChatChunk
 from laneway.providers.base import Provider
 from laneway.sim import RunningSim
+from tests.helpers import Upstream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -35,13 +36,13 @@ ANTHROPIC = Wire("anthropic", "v1", {"max_tokens": 256}, embeds=False, counts_re
 WIRES = [OPENAI, GEMINI, ANTHROPIC, AZURE]
 
 
-def source(sim: RunningSim, wire: Wire, spec: str) -> dict[str, Any]:
+def source(sim: Upstream, wire: Wire, spec: str) -> dict[str, Any]:
     """A source of ``wire`` at the sim, behaving as ``spec``."""
     url = f"{sim.base_url}/b/{spec}/{wire.root}".rstrip("/")
     return {"provider": wire.name, "base_url": url, "model": "sim-model", **wire.source}
 
 
-def config(sim: RunningSim, wire: Wire, spec: str, **lane: Any) -> LanewayConfig:
+def config(sim: Upstream, wire: Wire, spec: str, **lane: Any) -> LanewayConfig:
     """One lane called ``lane`` with one source of ``wire``."""
     body = {"sources": [source(sim, wire, spec)], **lane}
     return LanewayConfig.model_validate({"lanes": {"lane": body}})

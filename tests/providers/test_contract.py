@@ -21,6 +21,7 @@ from laneway.errors import (
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.providers.support import WIRES, Wire, config, hits
+from tests.virtual import VirtualSim, in_virtual_time
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}]
 ANSWER = "sim answer w2 w3 w4"
@@ -102,16 +103,19 @@ async def test_503_is_retried(sim, wire) -> None:
     assert [a.outcome for a in response.attempts] == ["503", "ok"]
 
 
-async def test_429_pushback_is_honoured(sim, wire) -> None:
-    """Gemini tells the wait in the body (``RetryInfo``), the others in ``Retry-After``."""
+@in_virtual_time
+async def test_429_pushback_is_honoured(vsim: VirtualSim, wire: Wire) -> None:
+    """Gemini tells the wait in the body (``RetryInfo``), the others in ``Retry-After``.
+
+    In virtual time, so the wait is measured exactly: the 0.2 s asked, no more.
+    """
     spec = unique_spec("fail_first=1,status=429,retry_after=0.2")
-    async with lane(sim, wire, spec, deadline="5s", max_pushbacks=1) as lw:
+    async with vsim.laneway(config(vsim, wire, spec, deadline="5s", max_pushbacks=1)) as lw:
         response = await lw.chat("lane", MESSAGES)
     first, second = response.attempts
-    # The wait runs from the 429's arrival; ``waited`` from the attempt's end, which a loaded
-    # machine can put a few milliseconds later (parsing, bookkeeping).
-    assert first.pushback and first.outcome == "429" and 0.19 <= first.waited < 0.7
+    assert first.pushback and first.outcome == "429" and first.waited == pytest.approx(0.2)
     assert second.outcome == "ok"
+    assert vsim.hits(spec) == 2
 
 
 async def test_400_is_rejected_and_never_retried(sim, wire) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from laneway.core.records import CallRecord
 from laneway.telemetry import COLUMN_NAMES, CallSample, Row, SpendRow, TelemetryWriter
 from laneway.telemetry.writer import ROWS_PER_STEP
+from tests.virtual import on_virtual_clock
 
 RECORD = CallRecord(1_750_000_000.0, "l", "chat", "ok", 0.1, ())
 
@@ -107,6 +107,7 @@ async def test_a_batch_is_priced_a_slice_at_a_time_and_written_whole() -> None:
     assert slices[0][0] < slices[1][0] < slices[2][0]
 
 
+@on_virtual_clock
 async def test_a_partial_batch_goes_after_the_interval() -> None:
     store = FakeStore()
     w = writer(store, flush_interval=0.05)
@@ -128,16 +129,18 @@ async def test_failed_writes_are_counted_not_raised() -> None:
     assert (stats.written, stats.failed) == (0, 3) and stats.failed_batches >= 1
 
 
+@on_virtual_clock
 async def test_a_hanging_database_is_bounded_everywhere() -> None:
+    clock = asyncio.get_running_loop()
     w = writer(FakeStore(hang=True), flush_interval=0.01, write_timeout=0.1, queue_size=5)
     w.start()
-    started = time.monotonic()
+    started = clock.time()
     for _ in range(20):
         w.observe(RECORD)
         await asyncio.sleep(0.01)
-    observe_done = time.monotonic()
+    observe_done = clock.time()
     stats = await w.aclose(timeout=0.2)
-    assert time.monotonic() - observe_done < 1.0
+    assert clock.time() - observe_done < 1.0
     assert stats.failed >= 1 and stats.written == 0
     assert stats.failed + stats.dropped == 20, "every record is accounted for"
     assert observe_done - started < 1.0
@@ -159,14 +162,16 @@ async def test_close_without_start_counts_the_queue_as_dropped() -> None:
     assert (await w.aclose()).dropped == 1
 
 
+@on_virtual_clock
 async def test_close_is_bounded_even_mid_write() -> None:
+    clock = asyncio.get_running_loop()
     w = writer(FakeStore(hang=True), flush_interval=0.01, write_timeout=60)
     w.start()
     for _ in range(3):
         w.observe(RECORD)
     await asyncio.sleep(0.05)
     w.observe(RECORD)
-    started = time.monotonic()
+    started = clock.time()
     stats = await w.aclose(timeout=0.1)
-    assert time.monotonic() - started < 1.0
+    assert clock.time() - started < 1.0
     assert (stats.dropped, stats.written, stats.failed) == (4, 0, 0)

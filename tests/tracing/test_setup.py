@@ -130,7 +130,8 @@ def receiver() -> Iterator[tuple[str, list[bytes]]]:
             """Quiet: the test reads the bodies."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receive)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # ``shutdown`` waits for the serving loop's next poll: every 10 ms, not the default 0.5 s.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", bodies
