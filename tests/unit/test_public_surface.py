@@ -13,13 +13,13 @@ import inspect
 import subprocess
 import sys
 import typing
-from pathlib import Path
 
 import laneway
 import laneway.batch
 import laneway.errors
 from laneway.core import errors as core_errors
 from laneway.core import types as core_types
+from tests.unit.sources import package_modules
 
 PUBLIC = [
     "Attempt",
@@ -68,8 +68,6 @@ INTERNAL_ERRORS = {
     "AttemptFailure": "one attempt's failure inside the call loop; callers see ``Attempt`` entries",
     "Inexpressible": "an AttemptFailure: a source skipped for a request its format cannot carry",
 }
-
-SRC = Path(laneway.__file__).parent
 
 
 def test_all_is_sorted_unique_and_pinned() -> None:
@@ -169,12 +167,11 @@ def _error_classes_outside_core() -> list[str]:
     """
     error_names = {"LanewayError", *laneway.errors.__all__}
     classes: list[tuple[str, str, set[str]]] = []
-    for path in sorted(SRC.rglob("*.py")):
-        module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for source in package_modules():
+        for node in ast.walk(source.tree):
             if isinstance(node, ast.ClassDef):
                 bases = {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
-                classes.append((module, node.name, bases))
+                classes.append((source.name, node.name, bases))
     outside: list[str] = []
     grown = True
     while grown:

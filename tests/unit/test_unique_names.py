@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from pathlib import Path
 
-import laneway
-
-PACKAGE = Path(laneway.__file__).parent
+from tests.unit.sources import package_modules
 
 ENTRY_POINTS = frozenset({"main", "parser"})
 """Every ``laneway <command>`` module exposes ``main(argv)`` (and, when other
@@ -30,14 +27,13 @@ def public_definitions() -> dict[str, set[str]]:
     A module counts once per name: ``@overload`` signatures are one function.
     """
     found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ("laneway", *path.relative_to(PACKAGE).with_suffix("").parts)
-        if any(part.startswith("_") and part != "__init__" for part in parts):
+    for module in package_modules():
+        if any(part.startswith("_") and part != "__init__" for part in module.parts):
             continue
-        for node in ast.parse(path.read_text()).body:
+        for node in module.tree.body:
             definition = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
             if isinstance(node, definition) and not node.name.startswith("_"):
-                found[node.name].add(".".join(parts))
+                found[node.name].add(module.name)
     return found
 
 
