@@ -120,29 +120,35 @@ from laneway.config.models import LanewayConfig
 sources = [{"base_url": "http://127.0.0.1:1/v1", "model": m} for m in ("gpt-4o", "sim-model")]
 lanes = LanewayConfig.model_validate({"lanes": {"l": {"sources": sources}}}).lanes
 
-def search(cache_dir, other_thread):
+def search(name, cache_dir, other_thread):
     os.environ[CACHE_DIR_ENV] = cache_dir
     if other_thread:
         threading.Thread(target=threading.Event().wait, daemon=True).start()
     entries = Pricer.for_lanes(lanes).entries.values()
     found = [None if e is None else e.rate(1.75e9).origin for e in entries]
-    print(json.dumps([found, "genai_prices.data" in sys.modules]), flush=True)
+    sys.stdout.write(json.dumps([name, found, "genai_prices.data" in sys.modules]) + "\\n")
+    sys.stdout.flush()
 
-for cache_dir, other_thread in json.loads(sys.argv[1]):
+def forked(*args):
     pid = os.fork()
     if pid == 0:
         status = 1
         try:
-            search(cache_dir, other_thread)
+            search(*args)
             status = 0
         finally:
             os._exit(status)
-    assert os.waitpid(pid, 0)[1] == 0, "a search failed"
+    return pid
+
+for searches in json.loads(sys.argv[1]):
+    for pid in [forked(*args) for args in searches]:
+        assert os.waitpid(pid, 0)[1] == 0, "a search failed"
 """
-"""Runs each search of ``argv[1]`` (``[cache_dir, other_thread]`` pairs), in turn, in a child
-forked from one interpreter that has imported what a search imports first and nothing else,
-and runs no other thread: each child starts as a fresh interpreter would reach the search,
-so the interpreter's start-up is paid once. Prints ``[origins found, catalogue loaded]``."""
+"""Runs the searches of ``argv[1]`` (rounds of ``[name, cache_dir, other_thread]``), a round
+at a time, each in a child forked from one interpreter that has imported what a search
+imports first and nothing else, and runs no other thread: each child starts as a fresh
+interpreter would reach the search, so the interpreter's start-up is paid once. Prints
+``[name, origins found, catalogue loaded]`` a line per search."""
 
 FOUND = ["genai-prices openai/gpt-4o", None]
 
@@ -159,16 +165,18 @@ class Search:
 def searches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Search]:
     """First start, restart from its cache file, and a start with another thread running.
 
-    The restart reads the first start's file, so they run in that order, in one folder.
+    The restart reads the first start's file, so it runs after it, in its folder; the
+    start with a thread runs beside the first, in a folder of its own.
     """
     started, fresh = tmp_path_factory.mktemp("started"), tmp_path_factory.mktemp("fresh")
-    runs = {"first": (started, False), "restart": (started, True), "thread": (fresh, True)}
-    plan = [(str(folder), other_thread) for folder, other_thread in runs.values()]
+    first, thread = ("first", str(started), False), ("thread", str(fresh), True)
+    plan = [[first, thread], [("restart", str(started), True)]]
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, json.dumps(plan)], capture_output=True, text=True, check=True
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
-    return {name: Search(*answer) for name, answer in zip(runs, answers, strict=True)}
+    assert sorted(name for name, _, _ in answers) == ["first", "restart", "thread"]
+    return {name: Search(found, loaded) for name, found, loaded in answers}
 
 
 def test_the_catalogue_is_searched_in_a_child_and_not_kept(searches: dict[str, Search]) -> None:

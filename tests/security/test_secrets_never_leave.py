@@ -34,12 +34,15 @@ REDIS_PASSWORD = "redis-Secr3t-4444"
 SECRETS = (UPSTREAM_KEY, SERVER_KEY, PG_PASSWORD, REDIS_PASSWORD)
 ECHOING = {"e400": "status=400", "e401": "status=401", "e429": "status=429", "e503": "status=503"}
 HELLO = [{"role": "user", "content": "hello"}]
+PRICE = {"input": 1, "output": 2}
 
 
 def write_config(tmp_path: Path, sim: RunningSim, pg_url: str) -> Path:
     def source(spec: str) -> dict[str, Any]:
+        """A priced source: the server starts without searching the price catalogue."""
         base = sim_url(sim, unique_spec(spec))
-        return {"base_url": base, "model": "sim-model", "api_key": "os.environ/UPSTREAM_KEY"}
+        key = "os.environ/UPSTREAM_KEY"
+        return {"base_url": base, "model": "sim-model", "api_key": key, "price": PRICE}
 
     lanes: dict[str, Any] = {"ok": {"sources": [source("")]}}
     lanes |= {name: {"sources": [source(f"echo_key,{spec}")]} for name, spec in ECHOING.items()}

@@ -1,4 +1,8 @@
-"""Two laneway processes on one Redis hold one source's ``rpm`` between them."""
+"""Two laneway processes on one Redis hold one source's ``rpm`` between them.
+
+The other tests of shared state run two engines in one process; this one is the
+test that the state is shared between processes.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,11 @@ from pathlib import Path
 
 import aiohttp
 
+from laneway import Laneway
 from laneway.sim import RunningSim
 from tests.helpers import sim_url, unique_spec
 from tests.state.conftest import REDIS_URL, delete_keys
+from tests.state.replica import calls_report, replica_config
 
 REPLICA = Path(__file__).with_name("replica.py")
 RPM = 4
@@ -30,7 +36,8 @@ async def hits(sim: RunningSim, spec: str) -> int:
         return int((await response.json())["count"])
 
 
-async def replica(base_url: str, lane: str, workdir: Path) -> dict[str, int]:
+async def other_replica(base_url: str, lane: str, workdir: Path) -> asyncio.subprocess.Process:
+    """The replica in a child process, its lane open and waiting for the word to call."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(REPLICA),
@@ -41,21 +48,34 @@ async def replica(base_url: str, lane: str, workdir: Path) -> dict[str, int]:
         str(CALLS_EACH),
         DEADLINE,
         cwd=workdir,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.stdout is not None and process.stderr is not None
+    ready = await asyncio.wait_for(process.stdout.readline(), timeout=30)
+    if ready != b"ready\n":
+        raise AssertionError(f"the replica did not start: {await process.stderr.read()!r}")
+    return process
+
+
+async def report_of(process: asyncio.subprocess.Process) -> dict[str, int]:
+    """Tell the child replica to call, and read its report."""
+    out, err = await asyncio.wait_for(process.communicate(b"go\n"), timeout=30)
     assert process.returncode == 0, err.decode()
     return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
 
 async def test_two_processes_share_one_rpm_quota(sim, redis_client, tmp_path) -> None:
+    """This process is one replica, a child process the other; both start calling at once."""
     spec = unique_spec("ok")
     lane = f"replicas-{uuid.uuid4().hex[:10]}"
+    base_url = sim_url(sim, spec)
+    config = replica_config(REDIS_URL, base_url, lane, RPM, DEADLINE)
     try:
-        reports = await asyncio.gather(
-            *(replica(sim_url(sim, spec), lane, tmp_path) for _ in range(2))
-        )
+        async with Laneway.from_settings(config, environ={}) as here:
+            other = await other_replica(base_url, lane, tmp_path)
+            reports = await asyncio.gather(calls_report(here, lane, CALLS_EACH), report_of(other))
     finally:
         await delete_keys(redis_client, f"laneway:{{{lane}}}:*")
     assert sum(r["ok"] for r in reports) == RPM
