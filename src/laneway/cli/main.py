@@ -1,4 +1,9 @@
-"""The ``laneway`` command."""
+"""The ``laneway`` command.
+
+Each subcommand's module is imported only when that subcommand runs: ``laneway
+--help`` (and a mistyped command) needs argparse alone, not the config models,
+the engine and aiohttp that ``check`` builds lanes with.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from laneway.cli.check import env_example as example_env
-from laneway.cli.check import price_report, render
-from laneway.config.load import load_config
 from laneway.core.errors import ConfigError
 from laneway.core.extras import require
 
@@ -100,6 +102,10 @@ def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
 
     ``env_example`` also writes ``.env.example`` beside the config.
     """
+    from laneway.cli.check import env_example as example_env
+    from laneway.cli.check import price_report, render
+    from laneway.config.load import load_config
+
     try:
         config, environ = load_config(path)
     except ConfigError as exc:
