@@ -6,12 +6,11 @@ from typing import Any
 
 from laneway.batch import BatchJob, ItemResult
 from laneway.config.models import LanewayConfig
-from laneway.sim import RunningSim
-from tests.helpers import sim_url
+from tests.helpers import Upstream, sim_url
 
 
 def embed_config(
-    sim: RunningSim, spec: str, model: str = "embed-model", **lane: Any
+    sim: Upstream, spec: str, model: str = "embed-model", **lane: Any
 ) -> LanewayConfig:
     """One embed lane ``emb`` on one sim source behaving as ``spec``, priced."""
     source = {

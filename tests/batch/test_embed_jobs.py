@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
@@ -18,6 +17,7 @@ from laneway.http import MockTransport
 from tests.batch.support import collect, embed_config, texts
 from tests.engine.spy import sim_hits
 from tests.helpers import sim_url, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 
 async def test_20000_items_with_a_limited_and_a_flaky_source_cause_no_429_storm(sim) -> None:
@@ -52,18 +52,19 @@ async def test_20000_items_with_a_limited_and_a_flaky_source_cause_no_429_storm(
     assert seen[-1].final and seen[-1].done == 20_000
 
 
-async def test_a_retry_after_slows_the_whole_job_and_cuts_its_window(sim) -> None:
+@in_virtual_time
+async def test_a_retry_after_slows_the_whole_job_and_cuts_its_window(vsim: VirtualSim) -> None:
     spec = unique_spec("fail_first=1,status=429,retry_after=1")
-    config = embed_config(sim, spec, max_batch_items=10, retries=1, retry_on=[429])
-    async with Laneway.from_settings(config, environ={}) as lw:
+    config = embed_config(vsim, spec, max_batch_items=10, retries=1, retry_on=[429])
+    async with vsim.laneway(config) as lw:
         job = lw.embed_many("emb", texts(80), max_concurrency=4)
-        began = time.monotonic()
+        began = vsim.clock.now()
         results = await collect(job)
-        took = time.monotonic() - began
+        took = vsim.clock.now() - began
     assert all(r.ok for r in results)
     assert took >= 0.9, "every call waited out the source's Retry-After, not only the 429'd one"
     assert job.window.limit < 4, "the job's window was cut by the 429"
-    assert await sim_hits(sim, spec) == 8 + 1
+    assert vsim.hits(spec) == 8 + 1
 
 
 async def test_results_come_in_input_order_with_the_call_usage_on_its_first_row(sim) -> None:

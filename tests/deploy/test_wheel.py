@@ -5,7 +5,8 @@ dev tools, no repository. The wheel is built from this checkout, installed
 with its locked-range dependencies from the package index (no extras), and
 every command the demo prints is run exactly as printed, with the venv first
 on ``PATH`` (the SDK line after ``pip install openai``, as the demo says): the
-calls side by side, then ``laneway spend`` once their telemetry is written.
+calls side by side, and ``laneway spend`` once the chat lane's telemetry is
+written, while the slow lane is still waiting out its 2.5 s deadline.
 """
 
 from __future__ import annotations
@@ -126,11 +127,12 @@ def test_the_demo_answers_every_command_it_prints(
     assert any(c.startswith("laneway spend") for c in commands)
     spend = next(c for c in commands if c.startswith("laneway spend"))
     calls = [c for c in commands if c != spend]
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:  # the slow lane takes 2.5 s
-        outputs = dict(zip(calls, pool.map(lambda c: shell(c, env), calls), strict=True))
     telemetry = Path(spend.split("--config ")[1].split()[0]).parent / "laneway.sqlite3"
-    wait_for_rows(telemetry, "demo-chat")
-    outputs[spend] = shell(spend, env)
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:  # the slow lane takes 2.5 s
+        answers = {c: pool.submit(shell, c, env) for c in calls}
+        wait_for_rows(telemetry, "demo-chat")
+        outputs = {spend: shell(spend, env)}
+        outputs |= {c: answer.result() for c, answer in answers.items()}
     for command, out in outputs.items():
         if "demo-slow" in command:
             assert "HTTP/1.1 504" in out, "the slow lane shows its deadline ending the call"

@@ -3,12 +3,15 @@
 The simulator serves a known latency distribution (most answers fast, a
 tail of slow ones, a share of 503s); the calls go through the engine with the
 telemetry writer on, and ``laneway size`` must recover settings that answer
-them within the caller's deadline.
+them within the caller's deadline. The recorded calls run in virtual time
+(``tests.virtual``), so their latencies are the sim's exactly; ``--measure``
+sends real requests to a real sim.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +20,20 @@ import yaml
 
 from laneway.app import build_engine
 from laneway.cli.main import main
+from laneway.clocks import VirtualClock
 from laneway.config.load import load_config
+from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
-from laneway.http import AiohttpTransport
 from laneway.sim import RunningSim
 from laneway.telemetry import writer_for
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import Upstream, sim_url, unique_spec
+from tests.virtual import VirtualSim
 
 FAST, SLOW = 0.02, 0.3
 REQUEST = ChatRequest([{"role": "user", "content": "size me"}])
 
 
-def write_config(path: Path, sim: RunningSim, spec: str, **lane: Any) -> Path:
+def write_config(path: Path, sim: Upstream, spec: str, **lane: Any) -> Path:
     body = {
         "lanes": {
             "engram": {
@@ -45,13 +50,23 @@ def write_config(path: Path, sim: RunningSim, spec: str, **lane: Any) -> Path:
     return path
 
 
-async def record_calls(path: Path, count: int) -> None:
-    """``count`` chat calls, 16 at a time, with the telemetry writer recording them."""
+class Records:
+    """A call observer that keeps every record, to be written out afterwards."""
+
+    def __init__(self) -> None:
+        self.kept: list[CallRecord] = []
+
+    def observe(self, record: CallRecord) -> None:
+        self.kept.append(record)
+
+
+async def record_calls(path: Path, count: int, vsim: VirtualSim) -> list[CallRecord]:
+    """``count`` chat calls, 16 at a time, in virtual time; their call records."""
     config, environ = load_config(path)
-    writer = writer_for(config.telemetry, path.parent, lambda record: (None, "unpriced"))
-    assert writer is not None
-    engine = build_engine(config, environ, transport=AiohttpTransport(), observers=[writer])
-    writer.start()
+    records = Records()
+    engine = build_engine(
+        config, environ, transport=vsim.transport, clock=vsim.clock, observers=[records]
+    )
     gate = asyncio.Semaphore(16)
 
     async def one() -> None:
@@ -62,18 +77,31 @@ async def record_calls(path: Path, count: int) -> None:
         await asyncio.gather(*(one() for _ in range(count)))
     finally:
         await engine.aclose()
-        await writer.aclose()
+    return records.kept
+
+
+async def write_telemetry(path: Path, records: list[CallRecord]) -> None:
+    """Hand ``records`` to the config's telemetry writer, as the engine would, and flush it."""
+    config, _ = load_config(path)
+    writer = writer_for(config.telemetry, path.parent, lambda record: (None, "unpriced"))
+    assert writer is not None
+    writer.start()
+    for record in records:
+        writer.observe(record)
+    await writer.aclose()
 
 
 @pytest.fixture(scope="module")
-def recorded(sim: RunningSim, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Telemetry of 300 calls: 5% answer after 300 ms, 5% fail with 503 first."""
     tmp_path = tmp_path_factory.mktemp("recorded")
+    vsim = VirtualSim(VirtualClock(wall_start=time.time()))
     spec = unique_spec(f"sleep={FAST},slow=0.05,slow_sleep={SLOW},flaky=0.05,seed=7")
     config = write_config(
-        tmp_path / "recorded.yaml", sim, spec, attempt_timeout="2s", retries=3, deadline="10s"
+        tmp_path / "recorded.yaml", vsim, spec, attempt_timeout="2s", retries=3, deadline="10s"
     )
-    asyncio.run(record_calls(config, 300))
+    records = vsim.clock.run(record_calls(config, 300, vsim))
+    asyncio.run(write_telemetry(config, records))
     return config
 
 
