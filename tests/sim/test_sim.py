@@ -1,6 +1,8 @@
 """End-to-end tests of the sim over loopback HTTP, one sim shared by the module.
 
 Each test names its own `id=` token, so counters and hits never leak between tests.
+The timings (`sleep`, `ttfb`, `delay`, a stream gone silent) are measured on the
+same app in virtual time (`tests.virtual`): exact, and no real seconds spent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import orjson
 import pytest
 
 from laneway import sim
+from laneway.core.transport import HttpRequest, HttpStream
+from tests.virtual import VirtualSim, in_virtual_time
 
 CHAT = "chat/completions"
 HELLO = {"model": "gpt-test", "messages": [{"role": "user", "content": "hello there"}]}
@@ -49,6 +53,12 @@ def stream_body(**extra: Any) -> dict[str, Any]:
     return {**HELLO, "stream": True, **extra}
 
 
+def sim_request(spec: str, body: Any) -> HttpRequest:
+    """A POST of ``body`` to the chat endpoint of the virtual sim behaving as ``spec``."""
+    headers = {"content-type": "application/json"}
+    return HttpRequest("POST", url(VirtualSim.base_url, spec), headers, orjson.dumps(body))
+
+
 def parse_events(raw: bytes) -> list[Any]:
     """Decode SSE `data:` payloads; `[DONE]` stays a string, bad JSON stays bytes."""
     events: list[Any] = []
@@ -77,16 +87,19 @@ def content_of(events: list[Any]) -> str:
     return "".join(e["choices"][0]["delta"].get("content", "") for e in events if e["choices"])
 
 
-async def read_until_silent(response, quiet_seconds: float = 0.3) -> bytes:
+async def read_until_silent(answer: HttpStream, quiet_seconds: float = 0.3) -> bytes:
     """Read until the stream stays silent for `quiet_seconds`; fail if it ends instead."""
     received = b""
+    lines = answer.lines()
     while True:
         try:
-            line = await asyncio.wait_for(response.content.readline(), quiet_seconds)
+            async with asyncio.timeout(quiet_seconds):
+                line = await anext(lines)
         except TimeoutError:
             return received
-        assert line, "the stream ended instead of going silent"
-        received += line
+        except StopAsyncIteration:
+            raise AssertionError("the stream ended instead of going silent") from None
+        received += line + b"\n"
 
 
 async def test_bare_v1_chat_is_a_normal_completion(client, base_url):
@@ -149,13 +162,14 @@ async def test_healthz(client, base_url):
 
 
 @pytest.mark.parametrize("token", ["sleep", "ttfb"])
-async def test_sleep_and_ttfb_delay_a_plain_answer(client, base_url, token):
-    started = time.monotonic()
-    status, _, _ = await post(client, url(base_url, f"{token}=0.2,id=delay"))
-    elapsed = time.monotonic() - started
+@in_virtual_time
+async def test_sleep_and_ttfb_delay_a_plain_answer(vsim: VirtualSim, token: str) -> None:
+    started = vsim.clock.now()
+    answer = await vsim.transport.send(sim_request(f"{token}=0.2,id=delay", HELLO))
+    elapsed = vsim.clock.now() - started
 
-    assert status == 200
-    assert 0.2 <= elapsed < 1.2
+    assert answer.status == 200
+    assert elapsed == pytest.approx(0.2)
 
 
 async def test_status_sends_an_openai_error_with_retry_hints(client, base_url):
@@ -316,18 +330,20 @@ async def test_stream_reasoning_precedes_content(client, base_url):
     assert events[-2]["usage"]["completion_tokens_details"]["reasoning_tokens"] == len(kinds) - 2
 
 
-async def test_stream_ttfb_and_delay_pace_the_chunks(client, base_url):
-    started = time.monotonic()
-    async with client.post(
-        url(base_url, "ttfb=0.2,delay=0.05,chunks=2"), json=stream_body()
-    ) as response:
-        await response.content.readline()
-        first_chunk_after = time.monotonic() - started
-        await response.read()
-    total = time.monotonic() - started
+@in_virtual_time
+async def test_stream_ttfb_and_delay_pace_the_chunks(vsim: VirtualSim) -> None:
+    started = vsim.clock.now()
+    request = sim_request("ttfb=0.2,delay=0.05,chunks=2", stream_body())
+    async with vsim.transport.stream(request) as answer:
+        await anext(answer.lines())
+        first_chunk_after = vsim.clock.now() - started
+        await answer.read()
+    total = vsim.clock.now() - started
 
-    assert 0.2 <= first_chunk_after < 1.2
-    assert 0.35 <= total < 1.5
+    assert first_chunk_after == pytest.approx(0.2)
+    assert total == pytest.approx(0.2 + 3 * 0.05), (
+        "ttfb, then a delay before each content chunk and the finish"
+    )
 
 
 async def test_malformed_event_follows_the_given_chunk(client, base_url):
@@ -347,19 +363,23 @@ async def test_cut_after_truncates_the_stream_for_the_client(client, base_url):
     assert content_of(parse_events(b"".join(first_lines))) == "sim answer"
 
 
-async def test_stall_after_goes_silent_after_n_chunks(client, base_url):
-    async with client.post(url(base_url, "stall_after=1,id=stall"), json=stream_body()) as response:
-        received = await read_until_silent(response)
+@in_virtual_time
+async def test_stall_after_goes_silent_after_n_chunks(vsim: VirtualSim) -> None:
+    async with vsim.transport.stream(
+        sim_request("stall_after=1,id=stall", stream_body())
+    ) as answer:
+        received = await read_until_silent(answer)
 
     events = parse_events(received)
     assert content_of(events) == "sim"
     assert all(event["choices"][0]["finish_reason"] is None for event in events)
 
 
-async def test_nodone_sends_the_final_chunk_then_goes_silent(client, base_url):
+@in_virtual_time
+async def test_nodone_sends_the_final_chunk_then_goes_silent(vsim: VirtualSim) -> None:
     body = stream_body(stream_options={"include_usage": True})
-    async with client.post(url(base_url, "nodone,id=nodone"), json=body) as response:
-        received = await read_until_silent(response)
+    async with vsim.transport.stream(sim_request("nodone,id=nodone", body)) as answer:
+        received = await read_until_silent(answer)
 
     events = parse_events(received)
     assert "[DONE]" not in events

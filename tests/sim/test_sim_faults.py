@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import time
+from collections.abc import Awaitable
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
+from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.sim import FAULTS, RunningSim, fault_scenario, parse_spec, refusing_port
 from laneway.sim._answers import plan_completion
 from laneway.sim._stream import DONE_EVENT, stream_steps
-from tests.helpers import unique_spec
+from tests.helpers import Upstream, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 HELLO = [{"role": "user", "content": "hello"}]
 
 
-def chat_url(sim: RunningSim, spec: str) -> str:
+def chat_url(sim: Upstream, spec: str) -> str:
     return f"{sim.base_url}/b/{spec}/v1/chat/completions"
 
 
@@ -65,20 +68,29 @@ async def test_reset_aborts_the_connection(sim: RunningSim) -> None:
         assert (await response.json())["count"] == 1
 
 
-async def test_no_headers_holds_the_request_until_the_client_leaves(sim: RunningSim) -> None:
-    started = time.monotonic()
+def virtual_post(vsim: VirtualSim, spec: str, body: dict[str, Any]) -> Awaitable[HttpResponse]:
+    """POST ``body`` to the chat endpoint of the in-process sim, in its virtual time."""
+    headers = {"content-type": "application/json"}
+    request = HttpRequest("POST", chat_url(vsim, spec), headers, orjson.dumps(body))
+    return vsim.transport.send(request)
+
+
+@in_virtual_time
+async def test_no_headers_holds_the_request_until_the_client_leaves(vsim: VirtualSim) -> None:
+    started = vsim.clock.now()
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.3):
-            await post(sim, unique_spec("no_headers"), {"messages": HELLO, "stream": True})
-    assert time.monotonic() - started < 1.0
+            await virtual_post(vsim, unique_spec("no_headers"), {"messages": HELLO, "stream": True})
+    assert vsim.clock.now() - started == pytest.approx(0.3), "held until the client left"
 
 
-async def test_down_for_fails_from_the_first_hit_then_heals(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_down_for_fails_from_the_first_hit_then_heals(vsim: VirtualSim) -> None:
     spec = unique_spec("down_for=3,scale=0.1")
-    first, _, _ = await post(sim, spec, {"messages": HELLO})
+    first = await virtual_post(vsim, spec, {"messages": HELLO})
     await asyncio.sleep(0.35)
-    second, _, _ = await post(sim, spec, {"messages": HELLO})
-    assert (first, second) == (503, 200)
+    second = await virtual_post(vsim, spec, {"messages": HELLO})
+    assert (first.status, second.status) == (503, 200)
 
 
 async def test_refusing_port_refuses() -> None:
