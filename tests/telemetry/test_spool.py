@@ -163,9 +163,10 @@ async def test_rows_left_at_shutdown_are_written_by_the_next_process(tmp_path) -
 async def test_rows_equal_answered_calls_through_a_postgresql_outage(
     sim, pg_dsn, pg_schemas, tmp_path
 ) -> None:
-    """300 calls over 0.6 s; PostgreSQL is cut once rows have reached it, and
-    restored once the writer has felt the cut and kept rows in the spool, at least 0.2 s
-    later: the cut comes while calls and writes run, whatever the machine's speed."""
+    """300 calls over 0.6 s; PostgreSQL is cut once rows have reached it, and restored
+    once the writer has felt the cut and kept rows in the spool, at least 0.2 s later.
+    Calls 150-249 start only after the cut and 250-299 only after the restore, so rows
+    arrive before, during and after the outage whatever the machine's speed."""
     target = urlsplit(pg_dsn)
     proxy = TcpProxy((target.hostname or "127.0.0.1", target.port or 5432))
     await proxy.start()
@@ -188,22 +189,32 @@ async def test_rows_equal_answered_calls_through_a_postgresql_outage(
     w.start()
     started = time.monotonic()
 
+    cut, restored = asyncio.Event(), asyncio.Event()
+
     async def call(n: int) -> bool:
         await asyncio.sleep(n * 0.002)
+        if n >= 150:
+            await (cut if n < 250 else restored).wait()
         meta = CallMeta(request_id=f"c{n:04d}")
         await engine.chat("lane", chat_request([{"role": "user", "content": "hi"}], {}), meta=meta)
         return True
 
     async def outage() -> None:
-        await wait_for(lambda: w.written >= 40)
-        await proxy.stop()
-        cut = time.monotonic()
-        await wait_for(lambda: w.stats.failed_batches > 0 and w.spooled > 0)
-        await asyncio.sleep(max(0.0, cut + 0.2 - time.monotonic()))
-        await proxy.start()
+        try:
+            await wait_for(lambda: w.written >= 40)
+            await proxy.stop()
+            cut.set()
+            cut_at = time.monotonic()
+            await wait_for(lambda: w.stats.failed_batches > 0 and w.spooled > 0)
+            await asyncio.sleep(max(0.0, cut_at + 0.2 - time.monotonic()))
+            await proxy.start()
+        finally:  # the waiting calls go on even when the outage did not run as planned
+            cut.set()
+            restored.set()
 
     results = await asyncio.gather(*(call(n) for n in range(300)), outage(), return_exceptions=True)
     answered = sum(result is True for result in results[:300])
+    assert results[300] is None, f"the outage did not run as planned: {results[300]!r}"
     stats = await w.aclose(timeout=20)
     await engine.aclose()
     await proxy.stop()
