@@ -163,7 +163,7 @@ async def test_rows_left_at_shutdown_are_written_by_the_next_process(tmp_path) -
 async def test_rows_equal_answered_calls_through_a_postgresql_outage(
     sim, pg_dsn, pg_schemas, tmp_path
 ) -> None:
-    """300 calls over 0.6 s; PostgreSQL is cut once rows have reached it, and restored
+    """300 calls over 0.3 s; PostgreSQL is cut once rows have reached it, and restored
     once the writer has felt the cut and kept rows in the spool, at least 0.2 s later.
     Calls 150-249 start only after the cut and 250-299 only after the restore, so rows
     arrive before, during and after the outage whatever the machine's speed."""
@@ -192,7 +192,7 @@ async def test_rows_equal_answered_calls_through_a_postgresql_outage(
     cut, restored = asyncio.Event(), asyncio.Event()
 
     async def call(n: int) -> bool:
-        await asyncio.sleep(n * 0.002)
+        await asyncio.sleep(n * 0.001)
         if n >= 150:
             await (cut if n < 250 else restored).wait()
         meta = CallMeta(request_id=f"c{n:04d}")
