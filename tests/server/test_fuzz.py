@@ -4,22 +4,28 @@ Hypothesis draws requests (any route or none, any method, odd headers, bodies
 from random bytes through arbitrary JSON to nearly valid calls with one field
 wrong, and values nested past the JSON encoder's limit) and sends each
 through the gateway's ASGI entry point in-process, over an upstream that
-always answers well. The run is derandomised and bounded (a few seconds), so
-the suite stays fast and deterministic.
+always answers well. The run is derandomised and bounded, so the suite stays
+fast and deterministic.
+
+Every shape of request is sent whatever the draws: each method on each
+route, and each field of each valid call replaced by a hostile value, are
+explicit examples (``every_shape``), which cost no generation; the drawn
+examples vary the values.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from laneway.app import build_engine
@@ -248,21 +254,64 @@ PATHS: dict[str, list[tuple[str | int, ...]]] = {
 }
 
 
+STREAMED_ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
+
+
+def replaced(route: str, path: tuple[str | int, ...], value: Any, stream: bool) -> bytes:
+    """The valid body of ``route`` with the value at ``path`` replaced by ``value``."""
+    body = copy.deepcopy(VALID_BODIES[route])
+    *parents, last = path
+    target: Any = body
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    if route in STREAMED_ROUTES:
+        body.setdefault("stream", stream)
+    return encode(body)
+
+
 @st.composite
 def nearly_valid(draw: st.DrawFn) -> tuple[str, bytes]:
     """A call endpoint and a valid body of it with one value (at any depth) replaced."""
     route = draw(st.sampled_from(sorted(VALID_BODIES)))
-    body = copy.deepcopy(VALID_BODIES[route])
-    *parents, last = draw(st.sampled_from(PATHS[route]))
-    target: Any = body
-    for key in parents:
-        target = target[key]
-    target[last] = draw(anything)
-    if route in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
-        body.setdefault("stream", draw(st.booleans()))
-    return route, encode(body)
+    path = draw(st.sampled_from(PATHS[route]))
+    return route, replaced(route, path, draw(anything), draw(st.booleans()))
 
 
+METHODS = ["POST", "GET", "PUT", "DELETE"]
+HOSTILE: list[Any] = [
+    None,
+    [],
+    {},
+    "",
+    -1,
+    1e308,
+    True,
+    ["x"],
+    {"k": "x"},
+    [[[[[[[[[[1]]]]]]]]]],
+    json.loads("[" * 300 + "]" * 300),
+]
+"""Values put where a field was, in turn: wrong types, empties, and nests past the encoder."""
+BODIES = [b"", b"{}", b"[]", b"null", b"{not json", encode(HOSTILE[-1])]
+"""Bodies sent to each method and route, in turn."""
+
+
+def every_shape(test: Callable[..., None]) -> Callable[..., None]:
+    """Add an example for each method on each route, and each field of each valid call."""
+    shapes = itertools.product(METHODS, ROUTES)
+    for n, (method, route) in enumerate(shapes):
+        test = example(request=(method, route, BODIES[n % len(BODIES)]), extra=[])(test)
+    fields = [(route, path) for route in sorted(PATHS) for path in PATHS[route]]
+    for n, (route, path) in enumerate(fields):
+        body = replaced(route, path, HOSTILE[n % len(HOSTILE)], stream=n % 2 == 0)
+        test = example(request=("POST", route, body), extra=[])(test)
+    return test
+
+
+EXAMPLES = 50
+"""Drawn examples, beyond the explicit ones: they vary the values, the shapes being all sent
+(200 before every shape was an explicit example)."""
 bodies = st.binary(max_size=64) | json_values.map(encode) | deep().map(encode)
 header_values = st.binary(max_size=16) | st.sampled_from([b"-1", b"0", b"nan", b"1e400", b"5000"])
 headers = st.lists(
@@ -284,7 +333,7 @@ headers = st.lists(
 
 
 @settings(
-    max_examples=200,
+    max_examples=EXAMPLES,
     deadline=None,
     derandomize=True,
     database=None,
@@ -303,6 +352,7 @@ headers = st.lists(
     | nearly_valid().map(lambda call: ("POST", *call)),
     extra=headers,
 )
+@every_shape
 def test_no_request_gets_a_5xx_or_a_traceback(
     gateway: tuple[asyncio.Runner, Gateway],
     caplog: pytest.LogCaptureFixture,

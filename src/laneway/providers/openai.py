@@ -55,7 +55,8 @@ class OpenAIProvider:
         body: dict[str, Any] = {**params, "model": self.model, "messages": request.messages}
         if stream:
             body["stream"] = True
-            body["stream_options"] = {**body.get("stream_options", {}), "include_usage": True}
+            options = body.get("stream_options") or {}  # a caller's null is no options
+            body["stream_options"] = {**options, "include_usage": True}
         else:
             body.pop("stream", None)
             body.pop("stream_options", None)
