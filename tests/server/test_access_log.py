@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import signal
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,9 +14,8 @@ import orjson
 from laneway.core.records import CallMeta, CallRecord
 from laneway.core.types import Attempt, Usage
 from laneway.server.access_log import AccessLog, json_line, text_line
-from laneway.sim import RunningSim
-from tests.helpers import sim_url, unique_spec
-from tests.server.test_serve_cli import HELLO, laneway_serve
+from tests.server.logged_serve import AUTH, SECRET, LoggedServe
+from tests.server.test_serve_cli import HELLO
 
 WHEN = 1_750_000_000.0
 OK = CallRecord(
@@ -119,29 +116,13 @@ def test_without_a_loop_a_line_is_written_at_once() -> None:
     assert out.getvalue().startswith("2025-06-15T15:06:40.000+00:00 200 engram")
 
 
-def test_laneway_serve_logs_every_call_by_key_name(sim: RunningSim, tmp_path: Path) -> None:
-    secret = "sk-laneway-test-0123456789"
-    config = tmp_path / "laneway.yaml"
-    ok, refused = sim_url(sim, unique_spec("ok")), sim_url(sim, unique_spec("status=401"))
-    config.write_text(
-        "lanes:\n"
-        f"  good:\n    sources: [{{base_url: '{ok}', model: m}}]\n"
-        f"  bad:\n    sources: [{{base_url: '{refused}', model: m}}]\n"
-        "server:\n  keys:\n    - {name: team-a, key: os.environ/TEST_LANEWAY_KEY}\n"
-        "telemetry: {url: none}\n"
-    )
-    env = {"TEST_LANEWAY_KEY": secret}
-    with laneway_serve("--config", str(config), env=env) as (proc, url, _):
-        headers = {"authorization": f"Bearer {secret}", "x-request-id": "trace-me"}
-        chat = f"{url}/v1/chat/completions"
-        assert post(chat, {"model": "good", "messages": HELLO}, headers) == 200
-        assert post(chat, {"model": "bad", "messages": HELLO}, headers) == 502  # upstream 401
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
-        assert proc.stdout is not None
-        output = proc.stdout.read().decode()
-    assert secret not in output
-    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+def test_laneway_serve_logs_every_call_by_key_name(logged_serve: LoggedServe) -> None:
+    headers = {**AUTH, "x-request-id": "trace-me"}
+    chat = f"{logged_serve.url}/v1/chat/completions"
+    assert post(chat, {"model": "good", "messages": HELLO}, headers) == 200
+    assert post(chat, {"model": "bad", "messages": HELLO}, headers) == 502  # upstream 401
+    lines = logged_serve.log_lines({"good", "bad"}, count=2)
+    assert SECRET not in logged_serve.banner + logged_serve.output
     by_lane = {line["lane"]: line for line in lines}
     assert by_lane["good"]["key"] == "team-a" and by_lane["good"]["request_id"] == "trace-me"
     assert by_lane["good"]["status"] == 200 and by_lane["good"]["tokens"]["prompt"] > 0

@@ -1,7 +1,8 @@
 """Connections that never finish a request are closed; over the cap, /healthz still answers.
 
-Each test serves its own gateway with short limits, and speaks raw HTTP/1.1
-over asyncio streams, so it controls exactly which bytes are sent and when.
+The tests share a gateway with short limits (the cap's test has one of its
+own), and speak raw HTTP/1.1 over asyncio streams, so they control exactly
+which bytes are sent and when.
 """
 
 from __future__ import annotations
@@ -9,26 +10,34 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 import pytest
 
-from laneway.config.models import ServerConfig
+from laneway.app import build_engine
+from laneway.config.models import LanewayConfig, ServerConfig
+from laneway.http.asgi import AsgiTransport
+from laneway.server import Gateway
+from laneway.server.asgi import Receive, Scope, Send
 from laneway.server.protocol import CONNECTIONS, REFUSAL
 from laneway.server.run import MAX_CONNECTIONS_CEILING, connection_limits
-from laneway.sim import RunningSim
+from laneway.sim import RunningSim, create_app
 from tests.helpers import unique_spec
 from tests.server.support import (
     CLOCK_GRAIN,
     HELLO,
     RunningGateway,
     config,
+    serve_app,
     serve_gateway,
     source,
     wait_until,
 )
 
+HEADER_TIMEOUT, BODY_TIMEOUT, KEEPALIVE_TIMEOUT = 0.2, 0.3, 0.2
+"""The module gateway's limits (seconds): its sweeper looks every 50 ms."""
 SLACK = 2.0
 """Seconds a closure may come after its deadline (the sweep tick plus a busy machine)."""
 
@@ -40,9 +49,9 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
     lanes = {"chat": {"sources": [source(sim, unique_spec(""))]}}
     settings = config(
         lanes,
-        header_timeout="400ms",
-        body_timeout="600ms",
-        keepalive_timeout="400ms",
+        header_timeout=HEADER_TIMEOUT,
+        body_timeout=BODY_TIMEOUT,
+        keepalive_timeout=KEEPALIVE_TIMEOUT,
         max_header_bytes="8KiB",
         max_headers=20,
     )
@@ -112,9 +121,9 @@ async def test_idle_and_partial_connections_are_closed_by_their_timeouts(gw) -> 
         *(until_closed(reader, body_started) for reader, _ in partial_body)
     )
     for elapsed, data in header_closed:
-        assert data == b"" and 0.4 - CLOCK_GRAIN <= elapsed < 0.4 + SLACK
+        assert data == b"" and HEADER_TIMEOUT - CLOCK_GRAIN <= elapsed < HEADER_TIMEOUT + SLACK
     for elapsed, data in body_closed:
-        assert data == b"" and 0.6 - CLOCK_GRAIN <= elapsed < 0.6 + SLACK
+        assert data == b"" and BODY_TIMEOUT - CLOCK_GRAIN <= elapsed < BODY_TIMEOUT + SLACK
 
 
 async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
@@ -124,7 +133,7 @@ async def test_an_idle_keep_alive_connection_is_closed(gw) -> None:
     head, _ = await read_answer(reader)
     assert head.startswith(b"HTTP/1.1 200")
     elapsed, data = await until_closed(reader, started)
-    assert data == b"" and 0.4 - CLOCK_GRAIN <= elapsed < 0.4 + SLACK
+    assert data == b"" and KEEPALIVE_TIMEOUT - CLOCK_GRAIN <= elapsed < KEEPALIVE_TIMEOUT + SLACK
 
 
 async def test_a_body_sent_after_an_early_answer_does_not_keep_the_connection(gw) -> None:
@@ -136,7 +145,7 @@ async def test_a_body_sent_after_an_early_answer_does_not_keep_the_connection(gw
     started = time.monotonic()
     writer.write(b"12345")
     elapsed, data = await until_closed(reader, started)  # kept open, it would time out at 10 s
-    assert data == b"" and elapsed < 0.4 + SLACK
+    assert data == b"" and elapsed < KEEPALIVE_TIMEOUT + SLACK
 
 
 async def test_a_head_over_max_header_bytes_is_431(gw) -> None:
@@ -199,10 +208,44 @@ async def call(gw: RunningGateway, path: str, body: bytes | None = None) -> tupl
     return head.split(b"\r\n")[0], orjson.loads(payload) if payload else None
 
 
-async def test_over_the_connection_cap_idle_ones_make_room_and_busy_ones_refuse(sim) -> None:
+class HeldUpstream:
+    """The simulator in the gateway's own loop (``AsgiTransport``), holding calls until released.
+
+    Busy connections stay busy for as long as the test needs, not for a sleep
+    long enough on a loaded machine.
+    """
+
+    def __init__(self) -> None:
+        self.sim = create_app()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open: asyncio.Event | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._open is None:
+            self._loop, self._open = asyncio.get_running_loop(), asyncio.Event()
+        await self._open.wait()
+        await self.sim(scope, receive, send)
+
+    def release(self) -> None:
+        """Let every held call, and every later one, through (from the test's thread)."""
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.set)
+
+
+@contextmanager
+def held_gateway(settings: LanewayConfig, upstream: HeldUpstream) -> Iterator[RunningGateway]:
+    """``serve_gateway`` of ``settings``, its upstream ``upstream``."""
+    engine = build_engine(settings, {}, transport=AsgiTransport(upstream))
+    with serve_app(Gateway(engine, {}), connection_limits(settings.server)) as running:
+        yield running
+
+
+async def test_over_the_connection_cap_idle_ones_make_room_and_busy_ones_refuse() -> None:
     """A flood of idle connections cannot lock out /healthz; real work fills the cap honestly."""
-    lanes = {"slow": {"sources": [source(sim, unique_spec("sleep=1"))]}}
-    with serve_gateway(config(lanes, max_connections=4, header_timeout="30s")) as gw:
+    upstream, spec = HeldUpstream(), unique_spec("ok")
+    held = {"provider": "openai", "base_url": f"http://held/b/{spec}/v1", "model": "sim-model"}
+    lanes = {"slow": {"sources": [held]}}
+    with held_gateway(config(lanes, max_connections=4, header_timeout="30s"), upstream) as gw:
         opened = CONNECTIONS.opened
         flood = [await connect(gw) for _ in range(4)]
         for _, writer in flood:
@@ -223,8 +266,10 @@ async def test_over_the_connection_cap_idle_ones_make_room_and_busy_ones_refuse(
         assert await asyncio.wait_for(reader.read(), timeout=5) == REFUSAL
         writer.close()
         assert CONNECTIONS.refused == refused + 1
+        upstream.release()
         for status, answer in await asyncio.gather(*calls):
             assert status == b"HTTP/1.1 200 OK" and answer["model"] == "sim-model"
+        assert len(upstream.sim.hit_times(spec)) == 4
         status, _ = await call(gw, "/healthz")
         assert status == b"HTTP/1.1 200 OK"
 

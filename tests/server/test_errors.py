@@ -44,7 +44,7 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
         "down": {**fast_retry, "sources": [source(sim, SPECS["down"])]},
         "pushback": {"max_pushbacks": 1, "sources": [source(sim, SPECS["pushback"])]},
         "slow": {"sources": [source(sim, SPECS["slow"])]},
-        "timeout": {"attempt_timeout": "200ms", "sources": [source(sim, SPECS["slow"])]},
+        "timeout": {"attempt_timeout": "100ms", "sources": [source(sim, SPECS["slow"])]},
         "unreachable": {"sources": [{**source(sim, ""), "base_url": "http://127.0.0.1:9/v1"}]},
         "embed": {"kind": "embed", "dimensions": 8, "sources": [source(sim, SPECS["embed"])]},
         "denied": {"sources": [source(sim, SPECS["denied"])]},
@@ -162,16 +162,16 @@ async def test_dimension_mismatch_is_502(gw, http, encoding) -> None:
 
 
 @pytest.mark.parametrize(
-    ("header", "value"), [("X-Laneway-Deadline-Ms", "300"), ("X-Stainless-Timeout", "0.3")]
+    ("header", "value"), [("X-Laneway-Deadline-Ms", "150"), ("X-Stainless-Timeout", "0.15")]
 )
 async def test_caller_deadline_ends_the_call_by_then_and_not_before(chat, header, value) -> None:
-    """Deadline 300 ms less the 50 ms margin: a 504 at 250 ms (+ slack), never earlier."""
+    """Deadline 150 ms less the 50 ms margin: a 504 at 100 ms (+ slack), never earlier."""
     started = time.perf_counter()
     status, _, answer = await chat({"model": "slow", "messages": HELLO}, **{header: value})
     elapsed = time.perf_counter() - started
     assert status == 504 and answer["error"]["code"] == "deadline_exceeded"
-    assert answer["laneway"]["deadline_ms"] == 250
-    assert 0.24 <= elapsed < 0.3 + 0.15
+    assert answer["laneway"]["deadline_ms"] == 100
+    assert 0.09 <= elapsed < 0.1 + 0.2
 
 
 async def test_bad_deadline_header_is_400(chat) -> None:

@@ -113,16 +113,25 @@ async def test_rpm_is_shared_by_replicas_and_refusals_never_reach_upstream(
         assert await hits(http, sim, specs["open"]) == 3
 
 
+async def at_the_upstream(http: aiohttp.ClientSession, sim: RunningSim, spec: str) -> None:
+    """Return once the sim has received a request for ``spec``; fail after 5 s."""
+    async with asyncio.timeout(5):
+        while not await hits(http, sim, spec):  # noqa: ASYNC110 - polled over HTTP, no event
+            await asyncio.sleep(0.005)
+
+
 async def test_max_concurrency_holds_across_replicas(sim, http, redis_prefix, specs) -> None:
+    """The second call goes once the first is at the upstream, its slot taken for 0.6 s."""
     with replicas(settings(sim, specs), redis_prefix) as (a, b):
         first = asyncio.ensure_future(chat(http, a, "slow", "k-single"))
-        await asyncio.sleep(0.25)
+        await at_the_upstream(http, sim, specs["slow"])
         status, headers, body = await chat(http, b, "slow", "k-single")
         assert status == 429 and body["error"]["code"] == "key_max_concurrency_exceeded"
         assert headers["X-RateLimit-Limit-Concurrency"] == "1"
         assert (await first)[0] == 200
-        assert (await chat(http, b, "slow", "k-single"))[0] == 200
-        assert await hits(http, sim, specs["slow"]) == 2
+        assert (await chat(http, b, "open", "k-single"))[0] == 200, "the slot was given back"
+        assert await hits(http, sim, specs["slow"]) == 1
+        assert await hits(http, sim, specs["open"]) == 1
 
 
 async def test_budget_settles_with_the_real_cost_and_then_refuses(

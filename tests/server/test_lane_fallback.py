@@ -3,10 +3,7 @@ not ready, end to end against the simulator (hits counted there, not timed)."""
 
 from __future__ import annotations
 
-import json
-import signal
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,7 +14,8 @@ from laneway.clocks import SystemClock
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
 from laneway.state.keys import MemoryKeyLedger, periods
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import unique_spec
+from tests.server.logged_serve import AUTH, UNSET, LoggedServe
 from tests.server.support import (
     HELLO,
     Records,
@@ -29,11 +27,9 @@ from tests.server.support import (
     wait_until,
 )
 from tests.server.test_access_log import post as post_sync
-from tests.server.test_serve_cli import laneway_serve
 
 WORDS = 30
 FULL_ANSWER = "".join(answer_pieces(WORDS))
-UNSET = "LANEWAY_TEST_FALLBACK_UNSET_KEY"
 
 
 @pytest.fixture
@@ -185,26 +181,11 @@ async def test_a_chain_with_no_ready_lane_is_503_naming_every_lane(
     assert (await hits(http, sim, first), await hits(http, sim, second)) == (0, 0)
 
 
-def test_laneway_serve_logs_the_skipped_lane_and_why(sim: RunningSim, tmp_path: Path) -> None:
-    ok = sim_url(sim, unique_spec("ok"))
-    path = tmp_path / "laneway.yaml"
-    path.write_text(
-        "lanes:\n"
-        "  primary:\n"
-        "    fallback_lanes: [rescue]\n"
-        f"    sources: [{{base_url: '{ok}', model: m, api_key: os.environ/{UNSET}}}]\n"
-        f"  rescue:\n    sources: [{{base_url: '{ok}', model: m}}]\n"
-        "telemetry: {url: none}\n"
-    )
-    with laneway_serve("--config", str(path)) as (proc, url, banner):
-        chat = f"{url}/v1/chat/completions"
-        assert post_sync(chat, {"model": "primary", "messages": HELLO}, {}) == 200
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
-        assert proc.stdout is not None
-        output = proc.stdout.read().decode()
-    assert "NOT READY (served by fallback lane rescue)" in banner
-    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+def test_laneway_serve_logs_the_skipped_lane_and_why(logged_serve: LoggedServe) -> None:
+    chat = f"{logged_serve.url}/v1/chat/completions"
+    assert post_sync(chat, {"model": "primary", "messages": HELLO}, AUTH) == 200
+    lines = logged_serve.log_lines({"primary", "rescue"}, count=2)
+    assert "NOT READY (served by fallback lane rescue)" in logged_serve.banner
     skipped, served = lines
     assert (skipped["lane"], skipped["error"]) == ("primary", "lane_not_ready")
     assert UNSET in skipped["reason"]
