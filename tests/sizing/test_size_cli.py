@@ -174,15 +174,15 @@ def test_measure_bounds_the_wall_and_the_requests_sent(
 ) -> None:
     config = write_config(tmp_path / "slow.yaml", sim, "ok", deadline="5s", max_pushbacks=0)
     args = ["size", "engram", "--config", str(config), "--measure", "--slow-upstream", "30s"]
-    args += ["--candidate", "200ms/2", "--candidate", "100ms/1", "--max-calls", "5"]
+    args += ["--candidate", "100ms/2", "--candidate", "50ms/1", "--max-calls", "5"]
     code = main(args)
     out = capsys.readouterr().out
     assert code == 0, out
     rows = {line.split()[0]: line for line in out.splitlines() if "ms/" in line.split()[0]}
-    first, second = rows["200ms/2"].split(), rows["100ms/1"].split()
+    first, second = rows["100ms/2"].split(), rows["50ms/1"].split()
     assert first[4:6] == ["1", "3"], "one run of 3 requests; a second would pass --max-calls"
     worst = float(first[-1].removesuffix("s"))
-    assert 0.7 <= worst < 0.7 + 0.3, "3 x 200 ms + 2 x 50 ms backoff, not a second more"
+    assert 0.4 <= worst < 0.4 + 0.3, "3 x 100 ms + 2 x 50 ms backoff, not a second more"
     assert second[4:6] == ["1", "2"]
     assert "sent 5 upstream request(s) (--max-calls 5)" in out
 
