@@ -5,6 +5,7 @@ Counted at the simulator: which lanes' upstreams saw a request, and how many.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +20,8 @@ from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
 from tests.batch.support import collect, texts
 from tests.engine.spy import sim_hits
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import Upstream, sim_url, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 HELLO = [{"role": "user", "content": "hello"}]
 WORDS = 40
@@ -37,7 +39,7 @@ class Records:
         self.records.append(record)
 
 
-def chain(sim: RunningSim, specs: dict[str, str], **bodies: dict[str, Any]) -> LanewayConfig:
+def chain(sim: Upstream, specs: dict[str, str], **bodies: dict[str, Any]) -> LanewayConfig:
     """One lane per spec, ``primary`` falling back to the others in order."""
     lanes: dict[str, Any] = {}
     for name, spec in specs.items():
@@ -63,9 +65,19 @@ async def stream_all(lw: Laneway, lane: str = "primary") -> tuple[Any, Exception
     return stream, failure
 
 
-async def run(config: LanewayConfig, environ: dict[str, str] | None = None) -> Any:
+def on_loopback(config: LanewayConfig, environ: dict[str, str]) -> Laneway:
+    """The library over real HTTP, on the system clock."""
+    return Laneway.from_settings(config, environ=environ)
+
+
+async def run(
+    config: LanewayConfig,
+    environ: dict[str, str] | None = None,
+    laneway: Callable[[LanewayConfig, dict[str, str]], Laneway] = on_loopback,
+) -> Any:
+    """Stream ``config``'s primary lane through ``laneway`` (the loopback sim unless given)."""
     records = Records()
-    async with Laneway.from_settings(config, environ=environ or {}) as lw:
+    async with laneway(config, environ or {}) as lw:
         lw.engine.recorder.observers.append(records)
         stream, failure = await stream_all(lw)
     return stream, failure, records.records
@@ -100,22 +112,25 @@ async def test_a_stream_whose_lane_fails_before_its_first_token_goes_to_the_next
     assert (await sim_hits(sim, down), await sim_hits(sim, ok)) == (1, 1)
 
 
+@in_virtual_time
 async def test_a_stream_whose_lane_spends_its_deadline_share_goes_to_the_next_lane(
-    sim: RunningSim,
+    vsim: VirtualSim,
 ) -> None:
     silent, ok = unique_spec("sleep=30"), unique_spec(f"chunks={WORDS}")
-    config = chain(sim, {"primary": silent, "rescue": ok}, primary_lane={"deadline": "300ms"})
-    stream, failure, records = await run(config)
+    config = chain(vsim, {"primary": silent, "rescue": ok}, primary_lane={"deadline": "300ms"})
+    stream, failure, records = await run(config, laneway=vsim.laneway)
     assert failure is None and stream.content == FULL_ANSWER
     assert [a.outcome for a in stream.attempts] == ["deadline", "ok"]
     assert rows(records)[0] == ("primary", "error", "deadline_exceeded")
-    assert (await sim_hits(sim, silent), await sim_hits(sim, ok)) == (1, 1)
+    assert (vsim.hits(silent), vsim.hits(ok)) == (1, 1)
+    assert vsim.hit_times(ok) == [pytest.approx(0.3)], "the rescue starts when the share is spent"
 
 
-async def test_a_stream_chain_ends_with_the_callers_deadline(sim: RunningSim) -> None:
+@in_virtual_time
+async def test_a_stream_chain_ends_with_the_callers_deadline(vsim: VirtualSim) -> None:
     silent, ok = unique_spec("sleep=30"), unique_spec(f"chunks={WORDS}")
-    config = chain(sim, {"primary": silent, "rescue": ok})
-    async with Laneway.from_settings(config, environ={}) as lw:
+    config = chain(vsim, {"primary": silent, "rescue": ok})
+    async with vsim.laneway(config) as lw:
         stream = lw.chat_stream("primary", HELLO, deadline=0.4)
         with pytest.raises(DeadlineExceeded) as failed:
             async for _ in stream:
@@ -123,7 +138,7 @@ async def test_a_stream_chain_ends_with_the_callers_deadline(sim: RunningSim) ->
     assert failed.value.lane == "primary" and [a.outcome for a in failed.value.attempts] == [
         "deadline"
     ]
-    assert await sim_hits(sim, ok) == 0, "no time was left to start the rescue"
+    assert vsim.hits(ok) == 0, "no time was left to start the rescue"
 
 
 async def test_the_callers_own_rejection_ends_a_stream_on_its_lane(sim: RunningSim) -> None:

@@ -16,6 +16,7 @@ from laneway.http import AiohttpTransport
 from laneway.sim._answers import JSON_WRONG
 from tests.engine.spy import SpyTransport, sim_hits
 from tests.helpers import one_lane, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 ASK: list[ChatMessage] = [{"role": "user", "content": "What is the answer?"}]
 
@@ -73,14 +74,14 @@ async def test_zero_reasks_asks_once(sim) -> None:
     assert await sim_hits(sim, spec) == 1
 
 
-async def test_one_deadline_covers_every_ask(sim) -> None:
-    config = one_lane(sim, unique_spec("json_after=9,sleep=0.15"), deadline="0.4s")
-    async with Laneway.from_settings(config, environ={}) as lw:
+@in_virtual_time
+async def test_one_deadline_covers_every_ask(vsim: VirtualSim) -> None:
+    config = one_lane(vsim, unique_spec("json_after=9,sleep=0.15"), deadline="0.4s")
+    async with vsim.laneway(config) as lw:
         with pytest.raises(DeadlineExceeded, match="deadline of 400ms passed during ask") as err:
             await lw.structured("lane", ASK, schema=Answer, reasks=5)
-    *asked, cut = [a.outcome for a in err.value.attempts]
-    assert asked and set(asked) == {"ok"} and cut == "deadline"
-    assert err.value.deadline == pytest.approx(0.4, abs=0.01) and err.value.elapsed < 0.6
+    assert [a.outcome for a in err.value.attempts] == ["ok", "ok", "deadline"], "asks at 0, .15, .3"
+    assert err.value.deadline == pytest.approx(0.4) and err.value.elapsed == pytest.approx(0.4)
 
 
 async def test_invalid_answers_are_not_cached_but_valid_ones_are(sim) -> None:

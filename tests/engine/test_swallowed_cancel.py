@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Sequence
 
 import pytest
 
-from laneway import Laneway
 from laneway.config.models import LanewayConfig
 from laneway.core.outcomes import SourceRecord
 from laneway.errors import DeadlineExceeded
-from laneway.sim import RunningSim
 from laneway.state.base import Admission, Ask, Peek, SourceStore
 from tests.helpers import sim_url, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -58,14 +56,15 @@ class SwallowingStore:
 
 
 @pytest.mark.parametrize("quota_left", [True, False])
+@in_virtual_time
 async def test_a_swallowed_cancel_still_ends_the_call_at_its_deadline(
-    sim: RunningSim, quota_left: bool
+    vsim: VirtualSim, quota_left: bool
 ) -> None:
-    source = {"base_url": sim_url(sim, unique_spec("ok")), "model": "m", "rpm": 2}
+    source = {"base_url": sim_url(vsim, unique_spec("ok")), "model": "m", "rpm": 2}
     config = LanewayConfig.model_validate(
         {"lanes": {"l": {"deadline": "300ms", "sources": [source]}}}
     )
-    async with Laneway.from_settings(config, environ={}) as lw:
+    async with vsim.laneway(config) as lw:
         admission = lw.engine.loop.admission
         store = SwallowingStore(admission.store)
         admission.store = store
@@ -73,8 +72,8 @@ async def test_a_swallowed_cancel_still_ends_the_call_at_its_deadline(
         if not quota_left:
             await lw.chat("l", MESSAGES)
         store.pause = 0.5
-        started = time.monotonic()
+        started = vsim.clock.now()
         async with asyncio.timeout(10):
             with pytest.raises(DeadlineExceeded):
                 await lw.chat("l", MESSAGES)
-        assert time.monotonic() - started < 1.0
+        assert vsim.clock.now() - started == pytest.approx(0.3), "at the deadline, not after"

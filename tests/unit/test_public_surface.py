@@ -8,7 +8,6 @@ is either public or named here as internal, with why.
 
 from __future__ import annotations
 
-import ast
 import inspect
 import subprocess
 import sys
@@ -166,12 +165,11 @@ def _error_classes_outside_core() -> list[str]:
     installed; bases are matched by name against the tree, to a fixed point.
     """
     error_names = {"LanewayError", *laneway.errors.__all__}
-    classes: list[tuple[str, str, set[str]]] = []
-    for source in package_modules():
-        for node in ast.walk(source.tree):
-            if isinstance(node, ast.ClassDef):
-                bases = {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
-                classes.append((source.name, node.name, bases))
+    classes = [
+        (source.name, definition.name, definition.bases)
+        for source in package_modules()
+        for definition in source.classes
+    ]
     outside: list[str] = []
     grown = True
     while grown:

@@ -9,7 +9,6 @@ may not import laneway), so they name their own fakes of what they imitate.
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 
 from tests.unit.sources import package_modules
@@ -30,10 +29,9 @@ def public_definitions() -> dict[str, set[str]]:
     for module in package_modules():
         if any(part.startswith("_") and part != "__init__" for part in module.parts):
             continue
-        for node in module.tree.body:
-            definition = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
-            if isinstance(node, definition) and not node.name.startswith("_"):
-                found[node.name].add(module.name)
+        for name in module.top_level:
+            if not name.startswith("_"):
+                found[name].add(module.name)
     return found
 
 
