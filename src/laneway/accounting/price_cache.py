@@ -14,6 +14,7 @@ failure to read or write it only means searching again.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import pickle
@@ -39,12 +40,21 @@ Found = tuple["ModelInfo", str] | None
 def cache_file() -> Path | None:
     """This installation's cache file; ``None`` when a version or the home folder is unknown."""
     try:
-        prices = importlib.metadata.version("genai-prices")
-        ours = importlib.metadata.version("laneway")
+        ours, prices = _installed_versions()
         folder = cache_dir()
     except (importlib.metadata.PackageNotFoundError, RuntimeError):  # RuntimeError: no home
         return None
     return folder / f"prices-{FORMAT}-laneway-{ours}-genai-prices-{prices}.pickle"
+
+
+@functools.cache
+def _installed_versions() -> tuple[str, str]:
+    """The installed laneway and genai-prices versions, read once per process.
+
+    Each read parses a package's metadata file (2-6 ms), and every engine
+    built (each ``Laneway``, each reload) asks for the cache file.
+    """
+    return importlib.metadata.version("laneway"), importlib.metadata.version("genai-prices")
 
 
 def cache_dir() -> Path:
