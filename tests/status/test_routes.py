@@ -9,10 +9,14 @@ from typing import Any
 import aiohttp
 import pytest
 
+from laneway.app import build_engine
+from laneway.http import AiohttpTransport
+from laneway.server import Gateway
 from laneway.server.status import refresh_seconds
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
-from tests.server.support import RunningGateway, config, serve_gateway, source
+from tests.server.asgi_driver import call
+from tests.server.support import RunningGateway, config, source
 from tests.status.support import chat, lane_of, serve_status, source_of, status_json
 
 KEYS = [
@@ -162,8 +166,14 @@ async def test_streams_report_time_to_first_token(gw, http) -> None:
     assert primary["now"]["ttft_p50"] is not None
 
 
-def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> None:
+async def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> None:
     lanes = {"l": {"sources": [source(sim, unique_spec(""))]}}
-    with serve_gateway(config(lanes)) as running:
-        assert running.gateway.status is None
-        assert "/status" not in running.gateway._routes
+    engine = build_engine(config(lanes), {}, transport=AiohttpTransport())
+    gateway = Gateway(engine, {})  # called in-process: what it routes needs no socket
+    try:
+        assert gateway.status is None
+        assert "/status" not in gateway._routes
+        for path in ("/status", "/status.json"):
+            assert (await call(gateway, "GET", path)).status == 404
+    finally:
+        await engine.aclose()

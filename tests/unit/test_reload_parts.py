@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from laneway.accounting.pricer import Pricer
 from laneway.app import build_lanes
@@ -16,7 +17,7 @@ from laneway.cli.compose import Composer
 from laneway.cli.loaded import Bind, check_config, read_config, restart_only_changes
 from laneway.cli.rundir import ServerStatus, StatusFile, running_servers
 from laneway.clocks import SystemClock
-from laneway.config.models import LanewayConfig
+from laneway.config.models import LanewayConfig, ServerConfig
 from laneway.core.errors import ConfigError
 from laneway.metrics import Metrics, SharedFolder
 from laneway.policy.pacer import Pacer
@@ -166,6 +167,16 @@ def test_check_refuses_what_serving_would_refuse(tmp_path: Path) -> None:
         update={"server": loaded.config.server.model_copy(update={"port": 4100})}
     )
     assert restart_only_changes(loaded.config, moved) == ["server.port"]
+    snapshots = loaded.config.model_copy(
+        update={"server": ServerConfig(worker_snapshot_interval="250ms")}
+    )
+    assert restart_only_changes(loaded.config, snapshots) == ["server.worker_snapshot_interval"]
+
+
+@pytest.mark.parametrize("interval", ["50ms", "3s"])
+def test_the_worker_snapshot_interval_stays_within_its_bounds(interval: str) -> None:
+    with pytest.raises(ValidationError, match="worker_snapshot_interval"):
+        ServerConfig(worker_snapshot_interval=interval)
 
 
 def test_status_file_round_trip_and_discovery(tmp_path: Path) -> None:

@@ -35,8 +35,10 @@ RESTART_ONLY = (
     "max_header_bytes",
     "max_headers",
     "max_connections",
+    "worker_snapshot_interval",
 )
-"""``server:`` settings the listening socket and its connections were made with."""
+"""``server:`` settings the listening socket and its connections were made with, and the
+metrics snapshots' timer, which runs from the worker's start."""
 
 
 def config_hash(text: bytes) -> str:

@@ -562,6 +562,11 @@ class ServerConfig(Strict):
     """Host names a keyless gateway answers besides IP literals, ``localhost`` and ``host``."""
     ready: Literal["all", "any"] = "all"
     """``/readyz`` answers 200 when every lane is ready (``all``) or at least one (``any``)."""
+    worker_snapshot_interval: Duration = Field(default=1.0, ge=0.1, le=2.5)
+    """Under ``--workers N``, how often each worker shares its metrics and status history: a
+    scrape sees the other workers' calls this late at most. At least 0.1 s (each snapshot
+    collects every figure); at most 2.5 s, half the age after which a snapshot's gauges no
+    longer count (``metrics.share.GAUGE_MAX_AGE``)."""
 
 
 def _telemetry_url(value: object) -> object:

@@ -11,7 +11,7 @@ Only known token figures are counted; calls with unknown usage, or with usage
 but no price, are counted apart, never as 0.
 
 Given a ``SharedFolder`` (``laneway serve --workers N``), ``share_snapshots``
-writes this worker's figures there every second and ``render`` adds the other
+writes this worker's figures there every interval and ``render`` adds the other
 workers' snapshots, so a scrape reports the whole server (see ``share``).
 """
 
@@ -36,7 +36,7 @@ from prometheus_client.utils import floatToGoString
 
 from laneway.core.records import CallRecord
 from laneway.metrics.history import History
-from laneway.metrics.share import SNAPSHOT_INTERVAL, SharedFolder, registry_of
+from laneway.metrics.share import SharedFolder, registry_of
 
 log = logging.getLogger("laneway.metrics")
 
@@ -251,14 +251,14 @@ class Metrics:
             return self.history
         return self.history.merged(self.share.histories())
 
-    async def share_snapshots(self) -> None:
-        """Write a snapshot every ``SNAPSHOT_INTERVAL`` until cancelled.
+    async def share_snapshots(self, interval: float) -> None:
+        """Write a snapshot every ``interval`` seconds until cancelled.
 
         Stops with a warning if the folder cannot be written (the supervisor
         removed it, the disk is full): the scrapes of this worker still work.
         """
         while True:
-            await asyncio.sleep(SNAPSHOT_INTERVAL)
+            await asyncio.sleep(interval)
             try:
                 self.write_snapshot()
             except OSError as exc:

@@ -2,13 +2,14 @@
 
 Under ``laneway serve --workers N`` each worker keeps its own figures and a
 scrape reaches whichever worker accepted it. Each worker therefore writes a
-snapshot of its collected samples to the folder the supervisor made (one
-file per pid, written to a temporary name and renamed, so a reader never
-sees half of one), and the scraped worker adds every other worker's snapshot
-to its own live figures. Counters and histogram buckets are totals and are
-summed whatever their age: a dead worker's calls still happened. Gauges
-(connections open, telemetry queue depth) describe the present, so a
-snapshot older than ``GAUGE_MAX_AGE`` contributes none. Gauges that state
+snapshot of its collected samples to the folder the supervisor made every
+``server.worker_snapshot_interval`` (one file per pid, written to a temporary
+name and renamed, so a reader never sees half of one), and the scraped worker
+adds every other worker's snapshot to its own live figures. Counters and
+histogram buckets are totals and are summed whatever their age: a dead
+worker's calls still happened. Gauges (connections open, telemetry queue
+depth) describe the present, so a snapshot older than ``GAUGE_MAX_AGE``
+contributes none. Gauges that state
 one shared fact rather than a share of the load are not summed (``COMBINE``).
 A snapshot also carries the worker's status-page history (``history``).
 """
@@ -28,10 +29,9 @@ from prometheus_client.registry import Collector
 
 SHARE_DIR_ENV = "LANEWAY_METRICS_DIR"
 """The folder of the workers' snapshots (set by ``laneway serve --workers``)."""
-SNAPSHOT_INTERVAL = 1.0
-"""Seconds between a worker's snapshots."""
 GAUGE_MAX_AGE = 5.0
-"""Seconds after which a snapshot's gauges no longer count (its worker is gone or stuck)."""
+"""Seconds after which a snapshot's gauges no longer count (its worker is gone or stuck);
+twice the longest ``server.worker_snapshot_interval``."""
 
 COMBINE: dict[str, Callable[[float, float], float]] = {
     "laneway_state_backend_up": min,

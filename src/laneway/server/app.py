@@ -318,7 +318,8 @@ class Gateway:
         if self.telemetry is not None:
             self.telemetry.start()
         if self.metrics is not None and self.metrics.share is not None:
-            self._sharing = asyncio.create_task(self.metrics.share_snapshots())
+            every = self.engine.config.server.worker_snapshot_interval
+            self._sharing = asyncio.create_task(self.metrics.share_snapshots(every))
         _freeze_startup_heap()
 
     async def flush(self) -> None:
