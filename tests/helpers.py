@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
 from typing import Any, Protocol
+
+import orjson
 
 from laneway.config.models import LanewayConfig
 
@@ -35,3 +41,26 @@ def one_lane(sim: Upstream, spec: str, name: str = "lane", **lane: Any) -> Lanew
     source = {"provider": "openai", "base_url": sim_url(sim, spec), "model": "sim-model"}
     body: dict[str, Any] = {"sources": [source], **lane}
     return LanewayConfig.model_validate({"lanes": {name: body}})
+
+
+def hits(sim: Upstream, spec: str) -> int:
+    """Requests a loopback simulator received for ``spec`` (``GET /_hits``)."""
+    url = f"{sim.base_url}/_hits?spec={urllib.parse.quote(spec)}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        count: int = orjson.loads(response.read())["count"]
+        return count
+
+
+def release(sim: Upstream, spec: str) -> None:
+    """Let a loopback simulator's requests of ``spec`` held by ``hold`` or ``hold_after`` go on."""
+    url = f"{sim.base_url}/_release?spec={urllib.parse.quote(spec)}"
+    with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=10):
+        pass
+
+
+def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``check`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -4,7 +4,8 @@ A real ``laneway serve`` runs on the simulator while threads keep calls going.
 A changed config goes in through ``laneway reload`` (a lane added, one
 deployment's rpm changed), then a broken one through the CLI (refused before
 any signal) and through a bare SIGHUP (refused by the server). Every call of
-the traffic must succeed, a stream begun before the reload must end whole,
+the traffic must succeed, a stream begun before the reload (held at the
+simulator until both reloads are over, ``hold_after``) must end whole,
 the new lane must answer, and with one worker (in-process state) the
 unchanged deployment's quota must carry over while the changed one starts
 fresh, counted at the simulator. Every wait polls the server's status file
@@ -13,6 +14,8 @@ for the generation, never a fixed sleep.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -21,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,21 +33,17 @@ from subprocess import Popen
 import orjson
 import pytest
 
-from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.cli import reload
 from laneway.sim import RunningSim
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import hits, release, sim_url, unique_spec, until
 from tests.server.test_serve_cli import HELLO, LANEWAY, call, laneway_serve, read_banner
-from tests.server.test_serve_signals import wait_until_serving
+from tests.server.test_serve_signals import (
+    status_of,
+    wait_for_reloads,
+    wait_until_serving,
+)
 
 TRAFFIC_THREADS = 6
-
-
-def hits(sim: RunningSim, spec: str) -> int:
-    """Requests the simulator received for ``spec``."""
-    url = f"{sim.base_url}/_hits?spec={urllib.parse.quote(spec)}"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        count: int = orjson.loads(response.read())["count"]
-        return count
 
 
 def config_text(specs: dict[str, str], sim: RunningSim, *, changed_rpm: int, new_lane: bool) -> str:
@@ -66,21 +65,6 @@ server: {{drain_timeout: 30s}}
         text += "aliases: {gpt-new: added}\n"
         text = text.replace("lanes:\n", "lanes:\n  added: {sources: [{deployment: busy}]}\n")
     return text
-
-
-def status_of(run: Path, pid: int) -> ServerStatus:
-    status = StatusFile(run, pid).read()
-    assert status is not None, f"no status file for {pid} in {run}"
-    return status
-
-
-def wait_for_reloads(run: Path, pid: int, count: int, timeout: float = 60.0) -> ServerStatus:
-    """The server's status once it has answered ``count`` reloads (polled, bounded)."""
-    deadline = time.monotonic() + timeout
-    while (status := status_of(run, pid)).reloads < count:
-        assert time.monotonic() < deadline, status
-        time.sleep(0.05)
-    return status
 
 
 def chat(url: str, model: str) -> int:
@@ -148,6 +132,7 @@ class Traffic:
 
 
 def laneway_reload(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``laneway reload ARGS`` as its own process, the way a user runs it."""
     return subprocess.run(
         [LANEWAY, "reload", "--run-dir", str(run), *args],
         capture_output=True,
@@ -156,11 +141,16 @@ def laneway_reload(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
+def reload_here(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``laneway reload ARGS`` in this process: the same ``main``, no new interpreter.
+
+    That saves a second of imports a call; ``laneway_reload`` keeps the command tested.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["--run-dir", str(run), *args]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = reload.main(argv)
+    return subprocess.CompletedProcess(argv, returncode, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -169,7 +159,7 @@ def test_reload_under_load_fails_no_call(sim: RunningSim, tmp_path: Path, worker
         "steady": unique_spec(""),
         "changed": unique_spec(""),
         "busy": unique_spec("sleep=0.02"),
-        "stream": unique_spec("delay=1,chunks=10"),  # ~10 s: outlasts the reload on a busy host
+        "stream": unique_spec("hold_after=1"),  # held after its first chunk until released
     }
     path = tmp_path / "laneway.yaml"
     path.write_text(config_text(specs, sim, changed_rpm=2, new_lane=False))
@@ -215,15 +205,15 @@ def check_reloads(
         until(lambda: hits(sim, specs["stream"]) == 1, "the stream reached the upstream")
 
         path.write_text(config_text(specs, sim, changed_rpm=3, new_lane=True))
-        done = laneway_reload(run, "--pid", str(proc.pid))
+        done = reload_here(run, "--pid", str(proc.pid))
         assert done.returncode == 0, done.stderr
         assert f"serves generation 2 ({status_of(run, proc.pid).hash})" in done.stdout
-        assert not stream.done()  # it began on generation 1 and is still running
+        assert not stream.done()  # it began on generation 1 and is held until released
         traffic.wait_for(20)
         assert chat(url, "added") == 200 and chat(url, "gpt-new") == 200
 
         path.write_text(config_text(specs, sim, changed_rpm=3, new_lane=True) + "lanes: [\n")
-        refused = laneway_reload(run, "--pid", str(proc.pid))
+        refused = reload_here(run, "--pid", str(proc.pid))
         assert refused.returncode == 1 and "not valid YAML" in refused.stderr
         assert status_of(run, proc.pid).reloads == 1  # refused here: the server never heard
         proc.send_signal(signal.SIGHUP)
@@ -232,6 +222,8 @@ def check_reloads(
         assert "not valid YAML" in (status.last.reason or "") and status.generation == 2
         traffic.wait_for(20)
         statuses = traffic.finish()
+        assert not stream.done()
+        release(sim, specs["stream"])
         assert stream.result(timeout=60).endswith("[DONE]")
         assert len(stream.result()) > len("[DONE]") + 8  # every piece of content arrived
 
@@ -287,9 +279,9 @@ def test_reload_finds_the_server_by_its_config_and_pidfile(sim: RunningSim, tmp_
         assert by_config.returncode == 0, by_config.stderr
         assert "generation 2" in by_config.stdout
         assert chat(url, "b") == 200 and chat(url, "a") == 404
-        by_pidfile = laneway_reload(run, "--pidfile", str(pidfile))
+        by_pidfile = reload_here(run, "--pidfile", str(pidfile))
         assert by_pidfile.returncode == 0 and "generation 3" in by_pidfile.stdout
-        elsewhere = laneway_reload(run, "--config", str(tmp_path / "other.yaml"))
+        elsewhere = reload_here(run, "--config", str(tmp_path / "other.yaml"))
         assert elsewhere.returncode == 2 and "no laneway serve of" in elsewhere.stderr
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -308,7 +300,7 @@ def test_reload_keeps_a_keyless_gateway_on_loopback(sim: RunningSim, tmp_path: P
     args = ("--config", str(path), "--host", "0.0.0.0")
     with laneway_serve_any_host(args, {"LANEWAY_RUN_DIR": str(run)}) as proc:
         path.write_text(lanes)
-        refused = laneway_reload(run, "--pid", str(proc.pid))
+        refused = reload_here(run, "--pid", str(proc.pid))
         assert refused.returncode == 1 and "no server.keys" in refused.stderr
 
 

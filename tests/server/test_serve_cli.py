@@ -6,6 +6,7 @@ import contextlib
 import os
 import selectors
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from laneway.cli.loaded import read_config
 from laneway.cli.reloading import WorkerConfigs
 from laneway.metrics import SHARE_DIR_ENV
 from laneway.telemetry import SqliteTelemetryStore
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import hits, release, sim_url, unique_spec, until
 
 LANEWAY = str(Path(sys.executable).parent / "laneway")
 HELLO = [{"role": "user", "content": "hello"}]
@@ -128,11 +129,15 @@ def recorded_lanes(path: Path, count: int, timeout: float = 10.0) -> list[str]:
 
 
 def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
-    """A call running when SIGTERM arrives still gets its answer; then the process ends."""
+    """A call running when SIGTERM arrives still gets its answer; then the process ends.
+
+    The upstream holds the answer (``hold``) until the server has stopped accepting
+    connections, so the call is in flight for the whole drain, however busy the machine.
+    """
     config = tmp_path / "laneway.yaml"
-    base_url = sim_url(sim, unique_spec("sleep=0.8"))
+    spec = unique_spec("hold")
     config.write_text(
-        f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{base_url}', model: m}}\n"
+        f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{sim_url(sim, spec)}', model: m}}\n"
         "server:\n  drain_timeout: 5s\n"
     )
     with (
@@ -143,14 +148,24 @@ def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
         pending = pool.submit(
             call, url, "/v1/chat/completions", {"model": "slow", "messages": HELLO}
         )
-        deadline = time.monotonic() + 5
-        while call(url, "/healthz")[1]["in_flight"] == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        until(lambda: hits(sim, spec) == 1, "the call reached the upstream")
         proc.send_signal(signal.SIGTERM)
+        until(lambda: refuses_connections(url), "the server went on accepting connections")
+        assert not pending.done()  # draining, with the call still held at the upstream
+        release(sim, spec)
         status, answer = pending.result(timeout=10)
         assert status == 200 and answer["model"] == "m"
         assert proc.wait(timeout=10) == -signal.SIGTERM
+
+
+def refuses_connections(url: str) -> bool:
+    """Whether a connection to the server at ``url`` is refused (it stopped listening)."""
+    host, port = url.removeprefix("http://").split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
 
 
 def test_worker_factory_builds_the_config_the_supervisor_published(tmp_path, monkeypatch) -> None:

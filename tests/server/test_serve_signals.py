@@ -1,4 +1,8 @@
-"""``laneway serve`` under SIGHUP and with workers: no call in flight is lost, limits hold."""
+"""``laneway serve`` under SIGHUP and with workers: no call in flight is lost, limits hold.
+
+The calls in flight are held at the simulator (``hold``) until the reload is
+over, so they span it however long a busy machine takes, and end at once after.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from laneway.cli.rundir import ServerStatus, StatusFile
 from laneway.sim import RunningSim
-from tests.helpers import sim_url, unique_spec
+from tests.helpers import hits, release, sim_url, unique_spec, until
 from tests.server.support import CLOCK_GRAIN
 from tests.server.test_serve_cli import HELLO, call, laneway_serve
 
@@ -25,14 +30,29 @@ TIMESTAMPED = re.compile(
 )
 
 
-def slow_config(sim: RunningSim, tmp_path: Path) -> Path:
+def held_config(sim: RunningSim, tmp_path: Path, spec: str) -> Path:
+    """One lane, ``slow``, whose upstream holds every answer until ``spec`` is released."""
     path = tmp_path / "laneway.yaml"
-    base_url = sim_url(sim, unique_spec("sleep=0.5"))
     path.write_text(
-        f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{base_url}', model: m}}\n"
+        f"lanes:\n  slow:\n    sources:\n      - {{base_url: '{sim_url(sim, spec)}', model: m}}\n"
         "server:\n  header_timeout: 500ms\n  drain_timeout: 5s\n"
     )
     return path
+
+
+def status_of(run: Path, pid: int) -> ServerStatus:
+    status = StatusFile(run, pid).read()
+    assert status is not None, f"no status file for {pid} in {run}"
+    return status
+
+
+def wait_for_reloads(run: Path, pid: int, count: int, timeout: float = 60.0) -> ServerStatus:
+    """The server's status once it has answered ``count`` reloads (polled, bounded)."""
+    deadline = time.monotonic() + timeout
+    while (status := status_of(run, pid)).reloads < count:
+        assert time.monotonic() < deadline, status
+        time.sleep(0.02)
+    return status
 
 
 def rest_of_output(proc: subprocess.Popen[bytes]) -> str:
@@ -52,7 +72,7 @@ def wait_until_serving(url: str, timeout: float = 60.0) -> None:
                 return
         except OSError:
             assert time.monotonic() < deadline, "no worker answered"
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def seconds_until_closed(url: str) -> float:
@@ -68,16 +88,24 @@ def seconds_until_closed(url: str) -> float:
 def test_sighup_drops_no_call_in_flight(sim, tmp_path, workers) -> None:
     """The issue: SIGHUP killed a one-worker server and its 40 calls. Now it reloads the
     config (unchanged here) and the calls in flight finish on the one they began on."""
-    path = slow_config(sim, tmp_path)
+    spec = unique_spec("hold")
+    path = held_config(sim, tmp_path, spec)
+    run = tmp_path / "run"
     with (
-        laneway_serve("--config", str(path), "--workers", workers) as (proc, url, _),
+        laneway_serve(
+            "--config", str(path), "--workers", workers, env={"LANEWAY_RUN_DIR": str(run)}
+        ) as (proc, url, _),
         ThreadPoolExecutor(max_workers=4) as pool,
     ):
         body = {"model": "slow", "messages": HELLO}
         wait_until_serving(url)
         pending = [pool.submit(call, url, "/v1/chat/completions", body) for _ in range(4)]
-        time.sleep(0.2)  # the calls are at the upstream, which answers after 0.5 s
+        until(lambda: hits(sim, spec) == 4, "the calls reached the upstream")
         proc.send_signal(signal.SIGHUP)
+        reloaded = wait_for_reloads(run, proc.pid, 1)
+        assert reloaded.last is not None and reloaded.last.outcome == "applied"
+        assert not any(answer.done() for answer in pending)  # held across the reload
+        release(sim, spec)
         for answer in pending:
             status, data = answer.result(timeout=15)
             assert status == 200 and data["model"] == "m"

@@ -21,6 +21,7 @@ import pytest
 
 from laneway import sim
 from laneway.core.transport import HttpRequest, HttpStream
+from laneway.sim._waits import client_left_before
 from tests.virtual import VirtualSim, in_virtual_time
 
 CHAT = "chat/completions"
@@ -385,6 +386,63 @@ async def test_nodone_sends_the_final_chunk_then_goes_silent(vsim: VirtualSim) -
     assert "[DONE]" not in events
     assert events[-2]["choices"][0]["finish_reason"] == "stop"
     assert "usage" in events[-1]
+
+
+async def test_hold_after_holds_the_stream_until_the_test_releases_it(client, base_url):
+    spec = "hold_after=1,chunks=3,id=hold"
+    async with client.post(url(base_url, spec), json=stream_body()) as response:
+        before = b"".join([await response.content.readline() for _ in range(4)])  # 2 events
+        with pytest.raises(TimeoutError):  # held: nothing more until the release
+            await asyncio.wait_for(response.content.readline(), 0.2)
+        async with client.post(f"{base_url}/_release", params={"spec": spec}) as released:
+            assert await released.json() == {"released": spec}
+        after = await response.read()
+    async with client.post(url(base_url, spec), json=stream_body()) as response:
+        again = await response.read()  # a release is kept: no hold now
+    async with client.post(url(base_url, "chunks=3,id=unheld"), json=stream_body()) as response:
+        whole = await response.read()
+
+    assert content_of(parse_events(before)) == "sim"
+    assert after.endswith(b"data: [DONE]\n\n") and again.endswith(b"data: [DONE]\n\n")
+    texts = [
+        content_of(parse_events(raw.removesuffix(b"data: [DONE]\n\n")))
+        for raw in (before + after, again, whole)
+    ]
+    assert texts == [texts[2]] * 3
+
+
+async def test_hold_keeps_the_answer_until_the_test_releases_it(client, base_url):
+    spec = "hold,id=hold-answer"
+    answer = asyncio.ensure_future(post(client, url(base_url, spec)))
+    _, pending = await asyncio.wait({answer}, timeout=0.2)
+    async with client.post(f"{base_url}/_release", params={"spec": spec}) as released:
+        assert released.status == 200
+    status, _, body = await answer
+
+    assert pending == {answer}  # held: no answer before the release
+    assert status == 200 and body["choices"][0]["message"]["content"].startswith("sim")
+
+
+async def test_release_needs_a_spec(client, base_url):
+    async with client.post(f"{base_url}/_release") as response:
+        assert response.status == 400
+
+
+async def test_a_held_stream_ends_when_its_client_leaves():
+    async def leaves() -> dict[str, str]:
+        return {"type": "http.disconnect"}
+
+    assert await client_left_before(leaves, asyncio.Event())
+
+
+async def test_a_hold_ends_on_release_while_the_client_stays():
+    async def stays() -> dict[str, str]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    released = asyncio.Event()
+    asyncio.get_running_loop().call_soon(released.set)
+    assert not await client_left_before(stays, released)
 
 
 async def test_embeddings_are_deterministic_unit_vectors(client, base_url):

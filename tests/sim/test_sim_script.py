@@ -8,7 +8,16 @@ from laneway.sim import SpecError, parse_spec
 from laneway.sim._answers import answer_pieces, plan_completion
 from laneway.sim._faults import in_flap_outage
 from laneway.sim._state import SimState
-from laneway.sim._stream import DONE_EVENT, MALFORMED_EVENT, Cut, Pause, Step, stream_steps
+from laneway.sim._stream import (
+    DONE_EVENT,
+    MALFORMED_EVENT,
+    Cut,
+    Hold,
+    Pause,
+    Step,
+    stream_steps,
+)
+from laneway.sim._waits import Releases
 
 
 def script(spec: str, include_usage: bool = False) -> list[Step]:
@@ -72,6 +81,24 @@ def test_stall_after_hangs_then_cuts():
 
     assert steps[-2:] == [Pause(3600.0), Cut()]
     assert content_chunks(steps) == 1
+
+
+def test_hold_after_holds_then_goes_on_to_the_end():
+    steps = script("hold_after=1,chunks=3")
+
+    held = steps.index(Hold())
+    assert content_chunks(steps[: held + 1]) == 1
+    assert steps[-1] == DONE_EVENT and content_chunks(steps) == 3
+
+
+def test_reset_forgets_releases_but_not_streams_still_held():
+    releases = Releases()
+    held = releases.event("held")
+    releases.release("gone")
+    releases.forget()
+
+    assert not releases.event("gone").is_set()
+    assert releases.event("held") is held
 
 
 def test_nodone_hangs_after_the_usage_chunk():

@@ -5,15 +5,23 @@ Here the supervisor reads and checks the config file once: a bad one is
 refused with one log line and no worker hears of it. A good one is published
 to the workers (``reloading.WorkerConfigs``) and each is sent SIGHUP, which it
 answers by swapping the new config in place: no worker restarts, no
-connection drops. The supervisor's loop (every half second) collects the
-workers' acknowledgements and writes the outcome to the status file; it
-counts reloads in its own metrics snapshot, which every worker's scrape adds.
+connection drops. The supervisor's loop collects the workers' acknowledgements
+and writes the outcome to the status file; it counts reloads in its own
+metrics snapshot, which every worker's scrape adds.
+
+uvicorn's loop looks at its signals every half second, so a reload was
+answered, and a SIGTERM began the drain, up to a second late. Here a signal
+wakes the loop at once (``signal.set_wakeup_fd``) and a reload under way is
+checked every ``ACK_POLL_SECONDS``; the workers are still watched (a ping
+each) every ``WATCH_SECONDS``, as uvicorn does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import signal
 import socket
 import time
@@ -28,9 +36,14 @@ from laneway.metrics import Metrics, SharedFolder
 from laneway.server.protocol import LimitedConfig
 
 log = logging.getLogger("laneway.serve")
+uvicorn_log = logging.getLogger("uvicorn.error")
 
 ACK_TIMEOUT = 60.0
 """Seconds the supervisor waits for every worker to say it serves a published config."""
+WATCH_SECONDS = 0.5
+"""How often the workers are pinged and a dead one replaced (uvicorn's pace)."""
+ACK_POLL_SECONDS = 0.02
+"""How often a reload under way reads the workers' acknowledgements (a file each)."""
 
 
 @dataclass(slots=True)
@@ -97,11 +110,42 @@ class Supervisor(Multiprocess):
             len(self.processes),
         )
 
-    def keep_subprocess_alive(self) -> None:
-        """uvicorn's worker watch, then the acknowledgements of a reload under way."""
-        super().keep_subprocess_alive()
-        if self.pending is not None:
-            self._collect(self.pending)
+    def run(self) -> None:
+        """Start the workers and supervise them until SIGINT or SIGTERM, then stop them.
+
+        uvicorn's ``Multiprocess.run``, with the loop woken by signals (see the module doc).
+        """
+        wake, waker = socket.socketpair()
+        wake.setblocking(False)
+        waker.setblocking(False)
+        previous = signal.set_wakeup_fd(waker.fileno())
+        try:
+            uvicorn_log.info("Started parent process [%d]", os.getpid())
+            self.init_processes()
+            self._supervise(wake)
+            self.terminate_all()
+            self.join_all()
+            uvicorn_log.info("Stopping parent process [%d]", os.getpid())
+        finally:
+            signal.set_wakeup_fd(previous)
+            wake.close()
+            waker.close()
+
+    def _supervise(self, wake: socket.socket) -> None:
+        """Answer signals as they come, watch the workers, collect a reload's acknowledgements."""
+        watch_due = time.monotonic() + WATCH_SECONDS
+        while not self.should_exit.is_set():
+            timeout = watch_due - time.monotonic()
+            if self.pending is not None:
+                timeout = min(timeout, ACK_POLL_SECONDS)
+            if select.select([wake], [], [], max(timeout, 0.0))[0]:
+                _drain(wake)
+            self.handle_signals()
+            if time.monotonic() >= watch_due:
+                self.keep_subprocess_alive()
+                watch_due = time.monotonic() + WATCH_SECONDS
+            if self.pending is not None:
+                self._collect(self.pending)
 
     def _collect(self, pending: _Pending) -> None:
         acks = {p.pid: self.configs.acknowledged(p.pid) for p in self.processes if p.pid}
@@ -134,3 +178,10 @@ class Supervisor(Multiprocess):
             self.status.write(state)
         except OSError as exc:
             log.warning("reload outcome not recorded: %s", exc)
+
+
+def _drain(wake: socket.socket) -> None:
+    """Read the signal numbers written to ``wake``: the handlers have queued the signals."""
+    with contextlib.suppress(BlockingIOError):
+        while wake.recv(64):
+            pass

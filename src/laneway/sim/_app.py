@@ -45,7 +45,8 @@ from laneway.sim._native import Call, Dialect, native_refusal, native_steps
 from laneway.sim._request import Request, implicit_prefix, wants_stream, wants_stream_usage
 from laneway.sim._spec import Behaviour, SpecError, parse_spec
 from laneway.sim._state import SimState
-from laneway.sim._stream import HANG_SECONDS, Cut, Pause, Step, stream_steps
+from laneway.sim._stream import HANG_SECONDS, Cut, Hold, Pause, Step, stream_steps
+from laneway.sim._waits import Releases, client_left_before, client_left_within
 
 SLOW_SEED = 0x5EED
 """Mixed into ``seed`` for the ``slow`` draws (their own stream)."""
@@ -78,23 +79,6 @@ async def _read_body(receive: Receive) -> bytes:
     return body
 
 
-async def _client_left_within(receive: Receive, seconds: float) -> bool:
-    """Wait `seconds`, returning early with `True` if the client disconnects.
-
-    Only valid once the body is read: after that `receive` has nothing left to
-    report but the disconnect, so waiting on it is how a pause notices one.
-    """
-    if seconds <= 0:
-        return False
-    try:
-        async with asyncio.timeout(seconds):
-            while (await receive())["type"] != "http.disconnect":
-                pass
-    except TimeoutError:
-        return False
-    return True
-
-
 async def _reset(scope: Scope, receive: Receive) -> None:
     """Abort the connection with a TCP reset, then wait until the server has seen it close."""
     transport = scope.get(TRANSPORT)
@@ -108,16 +92,21 @@ async def _reset(scope: Scope, receive: Receive) -> None:
         pass
 
 
-async def _held_back(behaviour: Behaviour, wait: float, scope: Scope, receive: Receive) -> bool:
+async def _held_back(
+    behaviour: Behaviour, wait: float, scope: Scope, receive: Receive, released: asyncio.Event
+) -> bool:
     """Apply the faults that strike before the response head; `True` when no answer follows.
 
     `wait` is the silence the spec asks for before the head (its sleep, plus a
-    plain answer's `ttfb`); `no_headers` makes it last until the client leaves.
+    plain answer's `ttfb`); `no_headers` makes it last until the client leaves,
+    and `hold` adds a wait for `released`, the event of the request's spec.
     """
     if behaviour.reset:
         await _reset(scope, receive)
         return True
-    return await _client_left_within(receive, HANG_SECONDS if behaviour.no_headers else wait)
+    if behaviour.hold and await client_left_before(receive, released):
+        return True
+    return await client_left_within(receive, HANG_SECONDS if behaviour.no_headers else wait)
 
 
 async def _send_reply(send: Send, reply: Reply) -> None:
@@ -126,15 +115,23 @@ async def _send_reply(send: Send, reply: Reply) -> None:
     await send({"type": "http.response.body", "body": reply.body})
 
 
-async def _send_stream(send: Send, receive: Receive, steps: Iterable[Step]) -> None:
-    """Send a scripted stream; a `Cut` returns mid-body, which makes uvicorn drop the line."""
+async def _send_stream(
+    send: Send, receive: Receive, steps: Iterable[Step], released: asyncio.Event
+) -> None:
+    """Send a scripted stream; a `Cut` returns mid-body, which makes uvicorn drop the line.
+
+    A `Hold` waits for `released`, the event of the stream's spec.
+    """
     await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
     for step in steps:
         match step:
             case bytes():
                 await send({"type": "http.response.body", "body": step, "more_body": True})
             case Pause(seconds):
-                if await _client_left_within(receive, seconds):
+                if await client_left_within(receive, seconds):
+                    return
+            case Hold():
+                if await client_left_before(receive, released):
                     return
             case Cut():
                 return
@@ -179,6 +176,7 @@ class SimApp:
         self._behaviours: dict[str, Behaviour] = {}
         self._completion_numbers = itertools.count(1)
         self._prompt_cache = PromptCache()
+        self._releases = Releases()
 
     def _cached(self, behaviour: Behaviour, completion: Completion, call: Call) -> Completion:
         """`completion` with what its prompt read from (or wrote to) the prompt cache."""
@@ -215,14 +213,25 @@ class SimApp:
         times: list[float] = self._state.hits(spec)["times"]
         return times
 
+    def release(self, spec: str) -> None:
+        """Let the requests of ``spec`` held by ``hold`` or ``hold_after`` go on (``/_release``)."""
+        self._releases.release(spec)
+
     def _control_reply(self, method: str, path: str, scope: Scope) -> Reply:
+        query = parse_qs(scope["query_string"].decode())
+        spec = query["spec"][0] if "spec" in query else None
         if (method, path) == ("GET", "/healthz"):
             return _OK_TEXT
         if (method, path) == ("GET", "/_hits"):
-            query = parse_qs(scope["query_string"].decode())
-            return json_reply(self._state.hits(query["spec"][0] if "spec" in query else None))
+            return json_reply(self._state.hits(spec))
+        if (method, path) == ("POST", "/_release"):
+            if spec is None:
+                return _error(400, "sim: /_release needs ?spec=")
+            self.release(spec)
+            return json_reply({"released": spec})
         if (method, path) == ("POST", "/_reset"):
             self._state.reset()
+            self._releases.forget()
             return json_reply({"reset": True})
         return _error(404, f"sim: no route for {method} {path}")
 
@@ -297,7 +306,8 @@ class SimApp:
         refusal = choose_refusal(behaviour, spec, request, self._state, now)
         streaming = refusal is None and endpoint == _CHAT and wants_stream(request)
         wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
-        if await _held_back(behaviour, wait, scope, receive):
+        released = self._releases.event(spec)
+        if await _held_back(behaviour, wait, scope, receive, released):
             return
         answer = self._answer(behaviour, endpoint, request, refusal)
         if azure is not None:
@@ -307,7 +317,7 @@ class SimApp:
         if isinstance(answer, Reply):
             await _send_reply(send, answer)
         else:
-            await _send_stream(send, receive, answer)
+            await _send_stream(send, receive, answer, released)
 
     async def _serve_native(
         self,
@@ -330,13 +340,14 @@ class SimApp:
         refusal = choose_refusal(behaviour, spec, call.request, self._state, now)
         streaming = refusal is None and call.stream
         wait = self._sleep(behaviour, spec) + (0.0 if streaming else behaviour.ttfb)
-        if await _held_back(behaviour, wait, scope, receive):
+        released = self._releases.event(spec)
+        if await _held_back(behaviour, wait, scope, receive, released):
             return
         answer = self._native_answer(dialect, behaviour, call, refusal)
         if isinstance(answer, Reply):
             await _send_reply(send, answer)
         else:
-            await _send_stream(send, receive, answer)
+            await _send_stream(send, receive, answer, released)
 
     def _sleep(self, behaviour: Behaviour, spec: str) -> float:
         """``sleep``, or ``slow_sleep`` for the share ``slow`` of requests (a latency tail).

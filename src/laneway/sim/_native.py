@@ -4,7 +4,7 @@ A native request is read into the OpenAI-shaped request the planners and
 fault choosers already understand (a `Call`), and its answer is written back
 in the native form. Streams re-encode the OpenAI stream script event by event,
 so every streaming fault (`ttfb`, `delay`, `malformed`, `cut_after`,
-`stall_after`, `nodone`) behaves the same in every wire format.
+`stall_after`, `hold_after`, `nodone`) behaves the same in every wire format.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def native_steps(
 ) -> Iterator[Step]:
     """The OpenAI stream script of `completion`, re-encoded by `writer`.
 
-    Pauses, cuts and the malformed event pass through unchanged; the usage chunk
+    Pauses, holds, cuts and the malformed event pass through unchanged; the usage chunk
     is not asked for, since native writers report usage from `completion`.
     """
     for step in stream_steps(behaviour, completion, include_usage=False):

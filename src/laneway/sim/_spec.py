@@ -39,6 +39,8 @@ class Behaviour:
     ttfb: float = 0.0
     cut_after: int | None = None
     stall_after: int | None = None
+    hold_after: int | None = None
+    hold: bool = False
     nodone: bool = False
     malformed: int | None = None
     content_filter: bool = False
@@ -144,6 +146,7 @@ _FLAG_TOKENS = frozenset(
         "no_headers",
         "reset",
         "end_without_done",
+        "hold",
     }
 )
 
@@ -163,6 +166,7 @@ _VALUE_TOKENS: dict[str, Callable[[str], object]] = {
     "ttfb": _seconds,
     "cut_after": _count,
     "stall_after": _count,
+    "hold_after": _count,
     "malformed": _count,
     "window": _count,
     "chunks": _count,

@@ -1,9 +1,9 @@
-"""Script a streamed chat answer as steps: bytes to send, pauses, and an abrupt cut.
+"""Script a streamed chat answer as steps: bytes to send, pauses, holds, and an abrupt cut.
 
 The script is a pure generator of data, so every streaming fault
-(`ttfb`, `delay`, `malformed`, `cut_after`, `stall_after`, `nodone`,
-`end_without_done`) is a choice
-of steps here and the app's sender stays a small loop.
+(`ttfb`, `delay`, `malformed`, `cut_after`, `stall_after`, `hold_after`,
+`nodone`, `end_without_done`) is a choice of steps here and the app's
+sender stays a small loop.
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ class Cut:
     """End the body without its final chunk, so the client sees a truncated stream."""
 
 
-Step = bytes | Pause | Cut
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Stay silent until the test releases the spec (`POST /_release`) or the client leaves."""
+
+
+Step = bytes | Pause | Hold | Cut
 
 
 def _event(completion: Completion, choices: list[dict[str, Any]], **extra: Any) -> bytes:
@@ -88,6 +93,8 @@ def _content(behaviour: Behaviour, completion: Completion) -> Generator[Step, No
             yield Pause(HANG_SECONDS)
             yield Cut()
             return True
+        if behaviour.hold_after == sent:
+            yield Hold()
     return False
 
 
