@@ -116,7 +116,7 @@ def test_demo_answers_and_stops_on_sigterm(tmp_path, capsys) -> None:
 
 
 def recorded_lanes(path: Path, count: int, timeout: float = 10.0) -> list[str]:
-    """The lanes of the telemetry rows at ``path`` once ``count`` are written (flushed each 1 s)."""
+    """The lanes of the telemetry rows at ``path`` once ``count`` are written (demo: each 0.2 s)."""
     deadline = time.monotonic() + timeout
     while True:
         lanes: list[str] = []
