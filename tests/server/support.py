@@ -7,9 +7,6 @@ a spec of its own (``unique_spec``), so sim counters and hits are per lane.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,13 +16,13 @@ from typing import Any
 
 import aiohttp
 import orjson
-import uvicorn
 
 from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallObserver, CallRecord
 from laneway.http import AiohttpTransport
 from laneway.server import Gateway, uvicorn_config
+from laneway.server.prompt import PromptServer
 from laneway.server.protocol import ConnectionLimits
 from laneway.server.run import connection_limits
 from laneway.sim import RunningSim
@@ -36,71 +33,6 @@ CLOCK_GRAIN = 0.005
 """How early a server deadline may look by ``time.monotonic``: the gateway times connections on
 uvloop's clock, read in whole milliseconds and cached per loop iteration, and a timer may run up
 to a millisecond early (epoll's timeout granularity)."""
-
-
-DRAIN_POLL_SECONDS = 0.002
-"""How often a stopping test gateway looks whether its connections and tasks are done."""
-
-
-class PromptServer(uvicorn.Server):
-    """uvicorn that stops as soon as asked: a test run starts and stops dozens of gateways.
-
-    uvicorn polls ``should_exit`` every 0.1 s, and at shutdown sleeps a fixed
-    0.1 s after asking connections to close, then polls every 0.1 s until they
-    and their tasks are done: about 0.2 s of idle waiting per gateway. Here a
-    ``stop()`` wakes the main loop at once and the drain is polled every
-    ``DRAIN_POLL_SECONDS``; the shutdown steps, their order and the graceful
-    timeout are uvicorn's.
-    """
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._woken = asyncio.Event()
-
-    def stop(self) -> None:
-        """Ask the server to exit and wake its main loop (from any thread)."""
-        self.should_exit = True
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._woken.set)
-
-    async def main_loop(self) -> None:
-        """uvicorn's once-per-0.1 s tick, ended early by ``stop()``."""
-        self._loop = asyncio.get_running_loop()
-        counter = 0
-        while not await self.on_tick(counter):
-            counter = (counter + 1) % 864000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._woken.wait(), 0.1)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        """uvicorn's shutdown without its fixed pause: stop accepting, drain, end the lifespan."""
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        try:
-            await asyncio.wait_for(self._drain(), self.config.timeout_graceful_shutdown)
-        except TimeoutError:
-            logging.getLogger("uvicorn.error").error(
-                "Cancel %s running task(s), timeout graceful shutdown exceeded",
-                len(self.server_state.tasks),
-            )
-            for task in self.server_state.tasks:
-                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
-        if not self.force_exit:
-            await self.lifespan.shutdown()
-
-    async def _drain(self) -> None:
-        """Wait for open connections, then for their tasks, then for the listeners to close.
-
-        uvicorn tells of neither by an event (its protocols edit these sets), so both are polled.
-        """
-        for pending in (self.server_state.connections, self.server_state.tasks):
-            while pending and not self.force_exit:  # noqa: ASYNC110 (no event to wait on)
-                await asyncio.sleep(DRAIN_POLL_SECONDS)
-        for server in self.servers:
-            await server.wait_closed()
 
 
 @dataclass

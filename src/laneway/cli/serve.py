@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
-import uvicorn
-
 from laneway.app import build_lanes
 from laneway.cli.compose import build_gateway
 from laneway.cli.loaded import (
@@ -46,6 +44,7 @@ from laneway.core.units import format_duration
 from laneway.metrics import SHARE_DIR_ENV
 from laneway.server import KeyRing, lane_states, uvicorn_config
 from laneway.server.access_log import LogFormat
+from laneway.server.prompt import PromptServer
 from laneway.server.protocol import ConnectionLimits, LimitedConfig
 from laneway.server.reload import ReloadingGateway
 from laneway.server.run import connection_limits, log_config
@@ -260,7 +259,7 @@ def _run(settings: LimitedConfig, sock: socket.socket, served: Served) -> None:
         if settings.workers > 1:
             served.supervisor(settings, sock).run()
         else:
-            uvicorn.Server(settings).run(sockets=[sock])
+            PromptServer(settings).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
 
