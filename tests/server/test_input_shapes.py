@@ -21,7 +21,7 @@ import pytest
 from laneway.app import build_engine
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import RequestInvalid
-from laneway.core.shapes import MAX_DEPTH, check_depth
+from laneway.core.shapes import MAX_DEPTH, check_depth, check_messages
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
 from laneway.metrics import Metrics, render_metrics
@@ -83,6 +83,20 @@ async def test_nesting_up_to_the_limit_is_served(gw, http) -> None:
     body = {"model": "chat", "messages": HELLO, "metadata": {"k": nested(MAX_DEPTH - 3)}}
     status, _, answer = await post(http, f"{gw.v1}/chat/completions", body)
     assert status == 200, answer
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": 1, "content": "x"}, "messages[1]"),
+        ({"role": "u", "content": 1}, "messages[1].content"),
+    ],
+)
+def test_a_message_of_two_fields_is_checked_like_any_other(message, field) -> None:
+    """The role-and-text fast path passes only a string role with a string content."""
+    with pytest.raises(RequestInvalid) as refused:
+        check_messages([HELLO[0], message])
+    assert refused.value.field == field
 
 
 def test_the_depth_check_walks_without_recursing() -> None:

@@ -185,9 +185,10 @@ class Pricer:
         source: str | None,
     ) -> Cost:
         """What an answer cost: its attempts' own usage when they carry it, else ``usage``."""
-        parts = [(a.source, a.usage) for a in attempts if a.usage is not None]
-        if parts:
-            return total_cost(cost_of(u, self.rate(lane, s, when), kind) for s, u in parts)
+        for attempt in attempts:  # a loop, not a list: almost no answer has such attempts
+            if attempt.usage is not None:
+                parts = [(a.source, a.usage) for a in attempts if a.usage is not None]
+                return total_cost(cost_of(u, self.rate(lane, s, when), kind) for s, u in parts)
         if not usage.known:
             return USAGE_UNKNOWN
         return cost_of(usage, self.rate(lane, source, when), kind)

@@ -95,14 +95,22 @@ def content_texts(content: Content) -> Iterator[str]:
                 yield text
 
 
-def message_texts(messages: Iterable[ChatMessage]) -> Iterator[str]:
+def message_texts(messages: Iterable[ChatMessage]) -> list[str]:
     """The text of every message in order: string contents and ``text`` parts.
 
     Images, tool calls and tool schemas are not text here: an estimate
-    counts what the messages say, not their structure.
+    counts what the messages say, not their structure. A list, not a
+    generator: every chat call sizes its quota reservation with it, and a
+    string content (the usual one) then costs no generator step.
     """
+    texts: list[str] = []
     for message in messages:
-        yield from content_texts(message.get("content"))
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        else:
+            texts.extend(content_texts(content))
+    return texts
 
 
 def estimate_tokens(*texts: str) -> int:

@@ -22,6 +22,10 @@ class CallMeta:
     caller: str | None = None
 
 
+NO_META = CallMeta()
+"""The meta of a call whose caller said nothing of itself (a library call)."""
+
+
 @dataclass(slots=True)
 class CallRecord:
     """One finished call: identity, outcome, timing, tokens.

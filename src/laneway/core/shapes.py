@@ -62,8 +62,23 @@ def check_messages(messages: object, where: str = "messages") -> list[ChatMessag
     if not isinstance(messages, list) or not messages:
         raise RequestInvalid(where, "must be a non-empty list")
     for index, message in enumerate(messages):
-        check_message(message, f"{where}[{index}]")
+        if not _role_and_text(message):
+            check_message(message, f"{where}[{index}]")
     return cast("list[ChatMessage]", messages)
+
+
+def _role_and_text(message: object) -> bool:
+    """A message of a string ``role`` and string ``content`` only: nothing more to check.
+
+    The usual message, so it is passed without building the field names an
+    error would report (a string formatting or two per message).
+    """
+    return (
+        type(message) is dict
+        and len(message) == 2
+        and type(message.get("role")) is str
+        and type(message.get("content")) is str
+    )
 
 
 def check_message(message: object, where: str) -> None:

@@ -189,6 +189,18 @@ def chain_of(config: LanewayConfig, lanes: Mapping[str, Lane], first: Lane) -> l
     return [lanes[name] for name in config.fallback_chain(first.name)]
 
 
+def ready_alone(lane: Lane) -> Lane:
+    """``lane``, which names no fallback lanes, once it can run (``LaneNotReady`` as its chain
+    of one would raise it otherwise).
+
+    Its call then needs no ``Chain``: a chain of one lane only added a deadline
+    and two coroutines to every chat call.
+    """
+    if lane.problems:
+        raise chain_not_ready([lane])
+    return lane
+
+
 def chain_not_ready(lanes: list[Lane]) -> LaneNotReady:
     """``LaneNotReady`` for the first lane, naming every lane of its chain and why."""
     first, rest = lanes[0], lanes[1:]

@@ -32,7 +32,13 @@ from laneway.engine import embedding
 from laneway.engine.call import CallLoop
 from laneway.engine.chain_stream import ChatStream
 from laneway.engine.embedding_cache import EmbeddingCache
-from laneway.engine.fallback import Chain, chain_not_ready, chain_of, through_chain
+from laneway.engine.fallback import (
+    Chain,
+    chain_not_ready,
+    chain_of,
+    ready_alone,
+    through_chain,
+)
 from laneway.engine.lane import Lane, Source
 from laneway.engine.ocr import DEFAULT_PROMPT, ocr_request
 from laneway.engine.parts import CallParts
@@ -128,7 +134,11 @@ class Engine:
 
         ``cache`` is the caller's say over the response cache (``no-cache``, ``no-store``).
         """
-        chain = self.chain(lane_name, "chat", deadline, meta)
+        first = self.lane(lane_name, "chat", ready=False)
+        if not first.config.fallback_lanes:
+            lone = ready_alone(first)
+            return await self.run_chat(lone, request, deadline=deadline, meta=meta, cache=cache)
+        chain = Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
 
         async def on(lane: Lane, seconds: float | None) -> LLMResponse:
             return await self.run_chat(lane, request, deadline=seconds, meta=meta, cache=cache)

@@ -150,6 +150,8 @@ class Lane:
     runnable: list[Source] = field(init=False)
     """The ready sources, in priority order."""
     source_names: tuple[str, ...] = field(init=False)
+    named: dict[str, Source] = field(init=False)
+    """The sources by name: each call's record looks up the one that answered."""
     source_keys: tuple[str, ...] = field(init=False)
     scope: str = field(init=False)
     """The store scope of the sources' states: the lane's name, or ``SHARED_SCOPE``."""
@@ -160,6 +162,7 @@ class Lane:
         self.runnable = [source for source in self.sources if source.ready]
         self.problems = [] if self.runnable else [p for s in self.sources for p in s.problems]
         self.source_names = tuple(source.name for source in self.sources)
+        self.named = {source.name: source for source in self.sources}
         self.source_keys = tuple(dict.fromkeys(s.key for s in self.sources))
         shared = any(source.config.deployment is not None for source in self.sources)
         self.scope = SHARED_SCOPE if shared else self.name

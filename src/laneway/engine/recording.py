@@ -19,6 +19,7 @@ from typing import Any
 from laneway.core.clock import Clock
 from laneway.core.errors import CallFailed, LaneNotReady
 from laneway.core.records import (
+    NO_META,
     CallMeta,
     CallObserver,
     CallRecord,
@@ -66,8 +67,8 @@ class Recorder:
 
     def ok(self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any) -> ReplyCost:
         """Record a successful call; ``fields`` are ``CallRecord`` fields. Returns its cost."""
-        record = self._emit(lane, started, meta, outcome="ok", **fields)
-        return reply_cost(self.price(record))
+        fields["outcome"] = "ok"
+        return reply_cost(self.price(self._emit(lane, started, meta, fields)))
 
     def failed(
         self,
@@ -89,24 +90,28 @@ class Recorder:
             code = error.code
         else:
             code = "cancelled"
-        record = self._emit(lane, started, meta, outcome="error", error=code, **fields)
-        return reply_cost(self.price(record))
+        fields["outcome"], fields["error"] = "error", code
+        return reply_cost(self.price(self._emit(lane, started, meta, fields)))
 
     def _emit(
-        self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any
+        self, lane: Lane, started: CallClock, meta: CallMeta | None, fields: dict[str, Any]
     ) -> CallRecord:
+        """Make the record of ``fields`` and hand it to every observer.
+
+        ``fields`` is the caller's own ``**fields`` dict, passed on as it is
+        rather than packed again: this runs on every call.
+        """
         fields.setdefault("attempts", ())
-        source_name = fields.get("source")
-        source = next((s for s in lane.sources if s.name == source_name), None)
+        source = lane.named.get(fields.get("source", ""))
         if source is not None:
             fields.setdefault("provider", source.config.provider)
             fields.setdefault("model", source.config.model)
         record = CallRecord(
             time=started.wall,
             lane=lane.name,
-            kind=lane.kind,
+            kind=lane.config.kind,
             latency=self.clock.now() - started.mono,
-            meta=meta or CallMeta(),
+            meta=meta or NO_META,
             **fields,
         )
         for observer in self.observers:

@@ -173,16 +173,26 @@ class Metrics:
         self.registry.register(_ConfigCollector(self.config))
 
     def observe(self, record: CallRecord) -> None:
-        """Count one finished call."""
+        """Count one finished call.
+
+        Every call passes here, so the usual figures are added in place rather
+        than through ``_inc`` (a Python call each, about ten a call).
+        """
         lane, source = record.lane, record.source or ""
-        self._inc("laneway_requests", (lane, source, record.outcome))
+        counts = self.counts
+        figure: tuple[str, tuple[str, ...]] = ("laneway_requests", (lane, source, record.outcome))
+        counts[figure] = counts.get(figure, 0.0) + 1.0
         if record.error is not None:
             self._inc("laneway_errors", (lane, source, record.error))
         for attempt in record.attempts:
-            self._inc("laneway_attempts", (lane, attempt.source, attempt.outcome))
+            figure = ("laneway_attempts", (lane, attempt.source, attempt.outcome))
+            counts[figure] = counts.get(figure, 0.0) + 1.0
             if attempt.pushback:
                 self._inc("laneway_pushbacks", (lane, attempt.source))
-        self._observe("laneway_latency_seconds", lane, record.latency)
+        latency = self.histograms.get(("laneway_latency_seconds", lane))
+        if latency is None:
+            latency = self._histogram("laneway_latency_seconds", lane)
+        latency.observe(record.latency)
         if record.ttfb is not None:
             self._observe("laneway_ttfb_seconds", lane, record.ttfb)
         usd = self._usage(record, lane, source)
@@ -300,9 +310,11 @@ class Metrics:
             usage.cached_tokens,
             usage.cache_write_tokens,
         )
+        counts, usage_source = self.counts, usage.source
         for kind, count in zip(TOKEN_KINDS, figures, strict=True):
             if count is not None:
-                self._inc("laneway_tokens", (lane, source, kind, usage.source), count)
+                key = ("laneway_tokens", (lane, source, kind, usage_source))
+                counts[key] = counts.get(key, 0.0) + count
         if self.cost is None:
             return None
         usd, status = self.cost(record)
@@ -319,8 +331,13 @@ class Metrics:
     def _observe(self, name: str, lane: str, value: float) -> None:
         histogram = self.histograms.get((name, lane))
         if histogram is None:
-            histogram = self.histograms[name, lane] = _Histogram(HISTOGRAMS[name][1])
+            histogram = self._histogram(name, lane)
         histogram.observe(value)
+
+    def _histogram(self, name: str, lane: str) -> _Histogram:
+        """A new histogram ``name`` of ``lane``, kept."""
+        histogram = self.histograms[name, lane] = _Histogram(HISTOGRAMS[name][1])
+        return histogram
 
 
 def render_metrics(metrics: Metrics) -> tuple[bytes, str]:

@@ -226,13 +226,15 @@ class History:
         if record.error is not None:
             total.errors += 1
             total.error_codes[record.error] = total.error_codes.get(record.error, 0) + 1
-        _count(total.latency, record.latency)
+        counts, index = total.latency, latency_bin(record.latency)
+        counts[index] = counts.get(index, 0) + 1
         source = record.source
         answering: Bucket | None = None
         for attempt in record.attempts:
             bucket = self._bucket(lane, attempt.source, slot)
             bucket.requests += 1
-            _count(bucket.latency, attempt.elapsed)
+            counts, index = bucket.latency, latency_bin(attempt.elapsed)
+            counts[index] = counts.get(index, 0) + 1
             if attempt.outcome != "ok":
                 bucket.errors += 1
                 codes = bucket.error_codes
@@ -320,11 +322,6 @@ class History:
         return newest
 
 
-def _count(counts: dict[int, int], seconds: float) -> None:
-    index = latency_bin(seconds)
-    counts[index] = counts.get(index, 0) + 1
-
-
 def _answered(bucket: Bucket, record: CallRecord, usd: float | None) -> None:
     """Tokens, cost and time to first token of a call, to the series that answered it."""
     usage = record.usage
@@ -333,4 +330,5 @@ def _answered(bucket: Bucket, record: CallRecord, usd: float | None) -> None:
     if usd is not None:
         bucket.cost += usd
     if record.ttfb is not None:
-        _count(bucket.ttft, record.ttfb)
+        index = latency_bin(record.ttfb)
+        bucket.ttft[index] = bucket.ttft.get(index, 0) + 1

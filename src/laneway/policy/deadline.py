@@ -21,7 +21,7 @@ class Deadline:
     def after(cls, now: float, seconds: float | None) -> Deadline:
         """Return the deadline ``seconds`` from ``now`` (never, for ``None``)."""
         if seconds is None:
-            return cls(math.inf)
+            return NEVER
         return cls(now + seconds, seconds)
 
     def remaining(self, now: float) -> float:
@@ -37,3 +37,7 @@ class Deadline:
         if other is None or self.at <= other.at:
             return self
         return other
+
+
+NEVER = Deadline(math.inf)
+"""No deadline: a call's when its caller set none (one shared instance, made once)."""
