@@ -32,6 +32,8 @@ class VirtualSim:
 
     def __init__(self, clock: VirtualClock | None = None) -> None:
         self.clock = clock or VirtualClock()
+        self.started = self.clock.now()
+        """The clock's reading at the sim's start: its hit times count from here."""
         self.app = create_app(self.clock.now, self.clock.wall)
         self.transport = AsgiTransport(self.app)
 

@@ -6,49 +6,168 @@ No assertion is tied to a target: targets are benchmark figures, judged in
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 import re
 
 import aiohttp
 import pytest
 
 from laneway import Laneway
+from laneway.chaos.drive import offer_to
+from laneway.chaos.lanes import lane_config
+from laneway.chaos.metrics import SeenCall
+from laneway.chaos.report import as_json, text_table
+from laneway.chaos.runner import outcome
+from laneway.chaos.scenarios import Scenario, build
 from laneway.chaos.upstream import hits, replay_hits
 from laneway.cli.main import main
 from laneway.errors import CallFailed
 from laneway.sim import RunningSim
 from tests.helpers import one_lane, unique_spec
+from tests.virtual import VirtualSim
 
 SCALE = "0.03"
+REPLICAS_SCALE = "0.01"
 
 
-def test_simulate_renders_every_scenario(sim: RunningSim, capsys, tmp_path) -> None:
+HEADER = [
+    "scenario",
+    "calls",
+    "success",
+    "429s/success",
+    "attempts/success",
+    "p50",
+    "p99",
+    "overruns",
+    "targets",
+]
+
+
+def test_simulate_command_runs_a_scenario_in_real_time(sim: RunningSim, capsys, tmp_path) -> None:
+    """The command's wiring, on loopback and the system clock: its cheapest scenario, 4."""
     report = tmp_path / "chaos.json"
-    assert main(["simulate", "--scale", SCALE, "--sim", sim.base_url, "--json", str(report)]) == 0
+    args = ["simulate", "recovery", "--scale", SCALE, "--sim", sim.base_url, "--json", str(report)]
+    assert main(args) == 0
     out = capsys.readouterr().out
     header = next(line for line in out.splitlines() if line.startswith("scenario"))
-    assert header.split() == [
-        "scenario",
-        "calls",
-        "success",
-        "429s/success",
-        "attempts/success",
-        "p50",
-        "p99",
-        "overruns",
-        "targets",
-    ]
-    for name in ("1 throttle", "2 pool", "3 slow", "4 recovery", "5 replicas"):
-        assert any(line.startswith(name) for line in out.splitlines()), name
+    assert header.split() == HEADER
     recovery = next(line for line in out.splitlines() if line.startswith("4 recovery"))
     assert recovery.endswith("request 7 answered: met (x x x x x x ok)")
     table = out[out.index(header) : out.index("notes:") if "notes:" in out else None]
-    verdicts = re.findall(r"(\S*) (?:NOT )?met \(", table)
-    assert len(verdicts) >= 7, table
-    assert all(before.endswith(":") or before == "NOT" for before in verdicts), table
+    _assert_verdicts(table, count=1)
     figures = {entry["scenario"]: entry for entry in json.loads(report.read_text())}
     assert figures["recovery"]["metrics"]["answered"] == [False] * 6 + [True]
     assert figures["recovery"]["metrics"]["hits"] == 7
+
+
+def test_replicas_run_as_two_processes_on_redis(sim: RunningSim, capsys) -> None:
+    """Scenario 5 stays real: two replica processes share one source's rate through Redis."""
+    args = ["simulate", "replicas", "--scale", REPLICAS_SCALE, "--sim", sim.base_url]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("5 replicas"))
+    assert not row.endswith("not run"), out
+
+
+def test_scenarios_1_to_4_at_full_scale_in_virtual_time() -> None:
+    """Scenarios 1-4 at scale 1 (two minutes each) on one virtual clock: exact figures.
+
+    The library runs on the ``VirtualClock`` its engine was built with, the
+    load generator reads the same clock, and the sim is served in-process on
+    it (``tests.virtual``), so the rate windows are the real 60 s ones and
+    every figure is reproducible. Each lane's jitter is seeded.
+    """
+    scenarios = build(1.0, "virtual")[:4]
+    vsim = VirtualSim()
+    runs = vsim.clock.run(_offer_all(vsim, scenarios))
+    log = {source.spec: vsim.hit_times(source.spec) for s in scenarios for source in s.sources}
+    outcomes = [outcome(s, calls, log, []) for s, calls in zip(scenarios, runs, strict=True)]
+    table = text_table(outcomes)
+    assert table.splitlines()[0].split() == HEADER
+    cells = [re.split(r"\s{2,}", line.strip()) for line in table.splitlines()[2:]]
+    assert cells == EXPECTED_ROWS, table
+    _assert_verdicts(table[: table.index("notes:")], count=7)
+    figures = {entry["scenario"]: entry for entry in json.loads(json.dumps(as_json(outcomes)))}
+    assert figures["recovery"]["metrics"]["answered"] == [False] * 6 + [True]
+    assert figures["recovery"]["metrics"]["hits"] == 7
+
+
+async def _offer_all(vsim: VirtualSim, scenarios: list[Scenario]) -> list[list[SeenCall]]:
+    """Every scenario's load at once, as ``run_all`` offers it, through ``offer_to``."""
+
+    async def one(scenario: Scenario) -> list[SeenCall]:
+        async with vsim.laneway(lane_config(scenario, vsim.base_url)) as lw:
+            lw.engine.loop.rng = random.Random(scenario.number)
+            return (await offer_to(lw, scenario, -vsim.started)).calls
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(s)) for s in scenarios]
+    return [task.result() for task in tasks]
+
+
+def _assert_verdicts(table: str, count: int) -> None:
+    """``count`` targets, each rendered ``<target>: met (...)`` or ``NOT met (...)``."""
+    verdicts = re.findall(r"(\S*) (?:NOT )?met \(", table)
+    assert len(verdicts) == count, table
+    assert all(before.endswith(":") or before == "NOT" for before in verdicts), table
+
+
+EXPECTED_ROWS = [
+    [
+        "1 throttle",
+        "120",
+        "64.2%",
+        "0.00",
+        "1.00",
+        "18.50 s",
+        "30.00 s",
+        "0",
+        "429s < 2% of upstream calls after 30 s: met (0.0%)",
+    ],
+    ["successes at the cap: >= 28.5/min (95% of 30 rpm): met (30.0/min)"],
+    [
+        "2 pool",
+        "240",
+        "100.0%",
+        "0.00",
+        "1.02",
+        "0.00 s",
+        "0.00 s",
+        "0",
+        "success >= 99%: met (100.0%)",
+    ],
+    ["attempts per success < 1.3: met (1.02)"],
+    [
+        "3 slow",
+        "240",
+        "100.0%",
+        "0.00",
+        "1.02",
+        "0.00 s",
+        "2.00 s",
+        "0",
+        "no deadline overruns: met (0)",
+    ],
+    ["p99 < deadline 10 s: met (2.00 s)"],
+    [
+        "4 recovery",
+        "7",
+        "14.3%",
+        "0.00",
+        "7.00",
+        "0.00 s",
+        "0.00 s",
+        "0",
+        "request 7 answered: met (x x x x x x ok)",
+    ],
+    [""],
+    ["notes:"],
+    ["1 throttle: failed calls: deadline_exceeded 43"],
+    ["4 recovery: failed calls: upstream_error 6"],
+]
+"""The virtual run's table below its header, cell by cell (cells are split on runs of spaces)."""
 
 
 def test_unknown_scenario_is_an_error(capsys) -> None:

@@ -13,7 +13,6 @@ timeline that several client processes share.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from laneway.core.clock import TimeSource
 from laneway.sim import Behaviour, parse_spec
 
 RATE_WINDOW = 60.0
@@ -38,18 +38,18 @@ class Hit:
     status: int
 
 
-async def clock_offset(session: aiohttp.ClientSession, sim_url: str) -> float:
-    """Sim time minus ``time.monotonic()``: add it to a local time to get the sim's.
+async def clock_offset(session: aiohttp.ClientSession, sim_url: str, clock: TimeSource) -> float:
+    """Sim time minus ``clock.now()``: add it to a local time to get the sim's.
 
     One marker request (a spec of its own) is logged by the sim; its logged
     time stands for the midpoint of the round trip, off by well under a
     millisecond on loopback.
     """
     spec = f"id=mark-{uuid.uuid4().hex[:12]}"
-    sent = time.monotonic()
+    sent = clock.now()
     async with session.get(f"{sim_url}/b/{spec}/v1/models") as response:
         await response.read()
-    midpoint = (sent + time.monotonic()) / 2
+    midpoint = (sent + clock.now()) / 2
     times = (await hits(session, sim_url)).get(spec, [])
     if not times:
         raise RuntimeError(f"the sim at {sim_url} did not log the clock marker")

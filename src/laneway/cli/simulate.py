@@ -10,6 +10,9 @@ its targets met or not. All scenarios run at once; at the default scale the
 whole set takes about 2.5 minutes. ``--scale 0.05`` runs it in seconds, but
 the 60 s ``rpm`` windows do not shrink, so the throttling targets (1 and 5)
 mean something only at scale 1.
+
+The scenarios read time from the library's engine clock
+(``laneway.chaos.load``); this command runs them on the system clock.
 """
 
 from __future__ import annotations

@@ -136,13 +136,13 @@ class SourceAdmission:
         self.stats[f"wait:{wait.reason}"] += 1
         memory = lane.memory
         released = asyncio.Event()
-        memory.waiters.add(released)
+        memory.waiters[released] = None
         try:
             with contextlib.suppress(TimeoutError):
                 async with self.clock.deadline(self.clock.now() + wait.seconds):
                     await released.wait()
         finally:
-            memory.waiters.discard(released)
+            memory.waiters.pop(released, None)
 
     async def settle(
         self, admitted: Admitted, failure: AttemptFailure | None, tokens: int | None

@@ -85,7 +85,8 @@ class LaneMemory:
     turns: Turns = field(default_factory=Turns)
     pacers: dict[str, Pacer] = field(default_factory=dict)
     pushed_back: dict[str, float] = field(default_factory=dict)
-    waiters: set[asyncio.Event] = field(default_factory=set)
+    waiters: dict[asyncio.Event, None] = field(default_factory=dict)
+    """Waiting picks in the order they began to wait (a dict keeps it; a set would not)."""
     panicking: bool = False
 
     def last_progress(self, keys: Iterable[str]) -> float | None:
@@ -123,7 +124,11 @@ class LaneMemory:
         )
 
     def notify(self) -> None:
-        """Wake every waiting pick: a slot, a reservation or a record changed."""
+        """Wake every waiting pick, first come first woken: a slot, reservation or record changed.
+
+        The order is the waits' own, not the events' addresses, so picks take
+        freed capacity fairly and a run on a ``VirtualClock`` is reproducible.
+        """
         for waiter in self.waiters:
             waiter.set()
         self.waiters.clear()
