@@ -33,8 +33,15 @@ class TcpProxy:
         task = asyncio.current_task()
         assert task is not None
         self._relays.add(task)
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self._writers |= {writer, up_writer}
+        # Known before the upstream connect: a ``stop`` during it must close this end too,
+        # or the relay would outlive the cut and ``stop`` would wait on it forever.
+        self._writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.add(up_writer)
         await asyncio.gather(
             _pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True
         )

@@ -9,12 +9,14 @@ says so. A budget's figures are checked as decimals to the nano-dollar, the ledg
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 
 from laneway.core.clock import FakeClock
 from laneway.metrics import Metrics
@@ -193,6 +195,40 @@ async def test_an_idle_replica_replays_on_its_heartbeat(proxy: TcpProxy, redis_p
         await asyncio.sleep(0.01)
     await ledger.aclose()
     assert ledger.replayed == 1 and not ledger.degraded
+
+
+class DeafToCancels(RedisKeyLedger):
+    """A ledger whose Redis answers the first heartbeat, then never again, and whose
+    heartbeat returns normally when cancelled, as redis-py 8.1's pipeline now and then does.
+    """
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(Redis.from_url("redis://127.0.0.1:1/0"), clock, prefix="lw-unused")
+        self.heartbeats = 0
+        self.stuck = asyncio.Event()
+
+    async def reserve_reporting(self, ask: KeyAsk) -> tuple[KeyGrant, None]:
+        return KeyGrant(1, 0, 60.0), None
+
+    async def heartbeat(self, replica: str, ttl: float) -> int:
+        self.heartbeats += 1
+        if self.heartbeats > 1:
+            self.stuck.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.get_running_loop().create_future()
+        return 1
+
+
+async def test_closing_ends_the_heartbeat_even_when_redis_swallows_its_cancel() -> None:
+    clock = FakeClock(wall_start=NOON)
+    shared = DeafToCancels(clock)
+    ledger = FallbackKeyLedger(shared, clock, timeout=60.0, heartbeat=0.01)
+    await ledger.reserve(KeyAsk("team", "t1", rpm=5))  # starts the heartbeat task
+    clock.advance(0.01)  # the next beat's heartbeat is due; Redis never answers it
+    async with asyncio.timeout(10):  # a hang fails here, in seconds
+        await shared.stuck.wait()
+        await ledger.aclose()
+    assert shared.heartbeats == 2, "the beat ended at the cancel, and sent none after it"
 
 
 async def test_a_call_in_flight_at_the_cut_holds_its_slot_and_settles_when_redis_returns(

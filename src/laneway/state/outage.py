@@ -16,7 +16,6 @@ any other operation, and the recovery is logged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import uuid
 from abc import ABC, abstractmethod
@@ -81,16 +80,32 @@ class SharedOrLocal(ABC):
             self._beating = asyncio.get_running_loop().create_task(self._beat(), name=name)
 
     async def _stop_beating(self) -> None:
+        """Cancel the heartbeat and wait for it to end.
+
+        ``asyncio.wait``, not awaiting the task under a suppressed ``CancelledError``:
+        that would swallow a cancel of the caller too, and a caller bounding
+        ``aclose`` with a timeout would wait on.
+        """
         if self._beating is not None:
             self._beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beating
+            await asyncio.wait([self._beating])
 
     async def _beat(self) -> None:
-        """Keep this replica counted (and notice Redis's return) even while no call comes."""
+        """Keep this replica counted (and notice Redis's return) even while no call comes.
+
+        Only ``_stop_beating`` cancels this task, and a cancel must end it: a
+        cancel that lands inside a Redis call can come back as a normal return
+        (redis-py 8.1's pipeline swallows one now and then), and a loop that
+        went on would leave ``aclose`` awaiting it forever. So the task checks,
+        after each beat, whether it was asked to stop.
+        """
+        beating = asyncio.current_task()
+        assert beating is not None
         while True:
             await asyncio.sleep(self.heartbeat)
             await self._try(nothing)
+            if beating.cancelling():
+                raise asyncio.CancelledError
 
     async def _try(self, operation: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``operation`` on Redis (resyncing first after an outage), or ``None``."""
