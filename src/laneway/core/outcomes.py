@@ -12,10 +12,12 @@ marks. The summary lives with the marks it summarises: no memo outside them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from laneway.core.values import value
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Mark:
     """One logged attempt outcome: when (monotonic seconds), and its verdict code."""
 
@@ -23,7 +25,7 @@ class Mark:
     code: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LogSummary:
     """Everything the policies read from one outcome log, in a single pass.
 
@@ -48,7 +50,7 @@ class LogSummary:
 EMPTY_SUMMARY = LogSummary(0.0, 0.0, 0.0, (), None)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PriorLog:
     """The log a record replaced: its marks and the summaries already made of them."""
 
@@ -56,7 +58,7 @@ class PriorLog:
     summaries: dict[float, LogSummary]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SourceRecord:
     """What a store remembers of a source's outcomes: recent marks, and the last success.
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from laneway.core.values import value
 
-@dataclass(frozen=True, slots=True)
+
+@value
 class HttpRequest:
     """An upstream request, fully built by a provider adapter.
 
@@ -29,7 +31,7 @@ class HttpRequest:
     max_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HttpResponse:
     """A complete upstream answer. Headers are looked up by lower-case name."""
 

@@ -36,6 +36,7 @@ from laneway.core.clock import Clock
 from laneway.core.errors import AttemptFailure
 from laneway.core.outcomes import EMPTY_RECORD
 from laneway.core.units import format_duration
+from laneway.core.values import value
 from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy import selection
 from laneway.policy.outcome import Verdict, judge, summarize
@@ -68,7 +69,7 @@ class CallSources:
         self.revisit[source] = (at, reason)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Admitted:
     """A source admitted for one attempt, and what settling the attempt needs."""
 

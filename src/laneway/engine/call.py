@@ -31,6 +31,7 @@ from laneway.core.errors import AttemptFailure, CallFailed, Inexpressible
 from laneway.core.failures import SET_ASIDE, FailureKind
 from laneway.core.types import Attempt, Usage
 from laneway.core.units import format_duration
+from laneway.core.values import value
 from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
 from laneway.engine.lane import Lane, Source
 from laneway.engine.verdicts import (
@@ -77,7 +78,7 @@ class CallState:
             self.in_flight = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CallOutcome(Generic[T]):
     """A successful call: the result, the source that gave it, and the history.
 

@@ -117,6 +117,19 @@ class Engine:
         first = self.lane(name, kind, ready=False)
         return Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
 
+    def _fallbacks(
+        self, first: Lane, deadline: float | None, meta: CallMeta | None
+    ) -> Chain | None:
+        """The chain a call on ``first`` walks; ``None`` when ``first`` has no fallback lanes
+        and can run, so its call runs on it directly (``LaneNotReady`` when it cannot).
+
+        A chain of one lane only adds a deadline and two coroutines to every call.
+        """
+        if not first.config.fallback_lanes:
+            ready_alone(first)
+            return None
+        return Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
+
     def deadline(self, lane: Lane, caller_seconds: float | None) -> Deadline:
         """The lane's deadline, tightened by the caller's own when that is shorter."""
         return self.parts.deadline(lane, caller_seconds)
@@ -135,10 +148,9 @@ class Engine:
         ``cache`` is the caller's say over the response cache (``no-cache``, ``no-store``).
         """
         first = self.lane(lane_name, "chat", ready=False)
-        if not first.config.fallback_lanes:
-            lone = ready_alone(first)
-            return await self.run_chat(lone, request, deadline=deadline, meta=meta, cache=cache)
-        chain = Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
+        chain = self._fallbacks(first, deadline, meta)
+        if chain is None:
+            return await self.run_chat(first, request, deadline=deadline, meta=meta, cache=cache)
 
         async def on(lane: Lane, seconds: float | None) -> LLMResponse:
             return await self.run_chat(lane, request, deadline=seconds, meta=meta, cache=cache)
@@ -252,9 +264,13 @@ class Engine:
         the caller's encoding, else they are Python floats. A library caller's
         ``encoding_format`` parameter is refused: ``encoding`` says it.
         """
-        chain = self.chain(lane_name, "embed", deadline, meta)
+        first = self.lane(lane_name, "embed", ready=False)
+        chain = self._fallbacks(first, deadline, meta)
         if request.params.get("encoding_format", "float") != "float":
             raise RequestInvalid("encoding_format", "pass EmbedRequest.encoding instead")
+        if chain is None:
+            limit = self.deadline(first, deadline)
+            return await embedding.embed(self.parts, first, request, limit, meta)
 
         async def on(lane: Lane, seconds: float | None) -> EmbeddingResponse:
             return await embedding.embed(

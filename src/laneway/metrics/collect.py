@@ -319,7 +319,8 @@ class Metrics:
             return None
         usd, status = self.cost(record)
         if usd is not None:
-            self._inc("laneway_cost_usd", (lane, source, status), usd)
+            spent = ("laneway_cost_usd", (lane, source, status))
+            counts[spent] = counts.get(spent, 0.0) + usd
         elif status == "unpriced":
             self._inc("laneway_unpriced_calls", (lane, source))
         return usd

@@ -214,14 +214,18 @@ class History:
         """Count one finished call (``usd``: its price, when known).
 
         Written for the request path: each series' newest bucket is found with
-        one dict lookup, and the answering source's bucket is the last
-        attempt's when they are the same source (the usual case).
+        one dict lookup here (``_bucket`` only when a new slot starts), and the
+        answering source's bucket is the last attempt's when they are the same
+        source (the usual case).
         """
         lane = record.lane
         if not lane:
             return
         slot = int((record.time + record.latency) // BUCKET_SECONDS)
-        total = self._bucket(lane, LANE, slot)
+        newest = self._newest
+        total = newest.get((lane, LANE))
+        if total is None or total.slot < slot:
+            total = self._bucket(lane, LANE, slot)
         total.requests += 1
         if record.error is not None:
             total.errors += 1
@@ -231,7 +235,9 @@ class History:
         source = record.source
         answering: Bucket | None = None
         for attempt in record.attempts:
-            bucket = self._bucket(lane, attempt.source, slot)
+            bucket = newest.get((lane, attempt.source))
+            if bucket is None or bucket.slot < slot:
+                bucket = self._bucket(lane, attempt.source, slot)
             bucket.requests += 1
             counts, index = bucket.latency, latency_bin(attempt.elapsed)
             counts[index] = counts.get(index, 0) + 1
@@ -244,9 +250,11 @@ class History:
                 total.pushbacks += 1
             if attempt.source == source:
                 answering = bucket
-        _answered(total, record, usd)
-        if source:
-            _answered(answering or self._bucket(lane, source, slot), record, usd)
+        if not source:
+            answering = None  # no source answered: the lane's total alone
+        elif answering is None:
+            answering = self._bucket(lane, source, slot)
+        _answered(total, answering, record, usd)
 
     def names(self) -> set[tuple[str, str]]:
         """Every (lane, source) seen, here or in merged workers' histories."""
@@ -322,13 +330,16 @@ class History:
         return newest
 
 
-def _answered(bucket: Bucket, record: CallRecord, usd: float | None) -> None:
-    """Tokens, cost and time to first token of a call, to the series that answered it."""
+def _answered(total: Bucket, source: Bucket | None, record: CallRecord, usd: float | None) -> None:
+    """Tokens, cost and time to first token of a call, to its lane's total and to the
+    series of the source that answered it (``None``: no source did)."""
     usage = record.usage
-    bucket.prompt_tokens += usage.prompt_tokens or 0
-    bucket.completion_tokens += usage.completion_tokens or 0
-    if usd is not None:
-        bucket.cost += usd
-    if record.ttfb is not None:
-        index = latency_bin(record.ttfb)
-        bucket.ttft[index] = bucket.ttft.get(index, 0) + 1
+    prompt, completion = usage.prompt_tokens or 0, usage.completion_tokens or 0
+    ttft = None if record.ttfb is None else latency_bin(record.ttfb)
+    for bucket in (total,) if source is None else (total, source):
+        bucket.prompt_tokens += prompt
+        bucket.completion_tokens += completion
+        if usd is not None:
+            bucket.cost += usd
+        if ttft is not None:
+            bucket.ttft[ttft] = bucket.ttft.get(ttft, 0) + 1

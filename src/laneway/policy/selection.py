@@ -25,13 +25,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from laneway.core.values import value
 from laneway.policy.health import HealthPolicy, Tier
 from laneway.policy.waits import ADMIT, Admit, Probe, Wait
 
 YIELD_AFTER_FAILURES = 2
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Candidate:
     """What selection knows about one source at the time of a pick.
 
@@ -56,7 +57,7 @@ class Candidate:
     pushed_back: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Try:
     """One source to ask the quota store for, in order; ``panic`` ignores its breaker."""
 
@@ -65,7 +66,7 @@ class Try:
     panic: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Plan:
     """The sources to try, in order, and the waits of those that cannot run now."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from laneway.core.outcomes import SourceRecord
+from laneway.core.values import value
 
 LOG_SIZE = 32
 """Outcomes kept per source: enough for the health score and for ``breaker.failures``
@@ -21,7 +22,7 @@ PROBE = "probe"
 QUOTA = "quota"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Ask:
     """One source an admission would take, in order of preference.
 
@@ -56,7 +57,7 @@ class Refusal:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Admission:
     """A store's answer to ``admit``: the granted ask (if any), the refusals before
     it, and fresh records of every source of the lane."""
