@@ -75,7 +75,9 @@ async def test_two_replicas_on_redis_share_a_deployments_rpm(
     name = f"dep-{uuid.uuid4().hex[:10]}"
     deployment = {"base_url": sim_url(sim, spec), "model": "sim-model", "rpm": RPM}
     lanes = {"a": [{"deployment": name}], "b": [{"deployment": name}]}
-    config = shared({name: deployment}, lanes, state={"url": REDIS_URL})
+    # Redis may answer slower than the default 0.5 s bound on a loaded 2-core host; read as an
+    # outage, each replica would then serve its own share (seen once: 8 answered, not 4).
+    config = shared({name: deployment}, lanes, state={"url": REDIS_URL, "timeout": "5s"})
     try:
         async with (
             Laneway.from_settings(config, environ={}) as one,

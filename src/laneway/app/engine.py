@@ -70,11 +70,13 @@ def build_engine(
     if fresh:
         cache = NoCache()
     store = cache or open_cache(config.cache.url, base_dir)
+    state = config.state
+    sources = source_store or open_store(state.url, clock, state.fallback_share, state.timeout)
     return Engine(
         config,
         build_lanes(config, environ),
         transport=wire,
-        store=source_store or open_store(config.state.url, clock, config.state.fallback_share),
+        store=sources,
         cache=GuardedCache(store, clock),
         clock=clock,
         rng=rng,

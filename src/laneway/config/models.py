@@ -175,15 +175,20 @@ class StateConfig(Strict):
 
     ``fallback_share`` is the part of each quota a replica may spend while Redis
     is unreachable; unset, it is one over the replica count last seen in Redis.
+    ``timeout`` bounds each Redis call (connect included): past it the call
+    counts as an outage and the replica serves on its share.
     """
 
     url: NetworkUrl | None = Field(default=None, pattern=r"^(redis|rediss|unix)://")
     fallback_share: float | None = Field(default=None, gt=0, le=1)
+    timeout: Duration = Field(default=0.5, gt=0, le=30)
 
     @model_validator(mode="after")
     def _share_needs_url(self) -> StateConfig:
         if self.fallback_share is not None and self.url is None:
             raise ValueError("fallback_share applies to a shared state.url only")
+        if "timeout" in self.model_fields_set and self.url is None:
+            raise ValueError("timeout applies to a shared state.url only")
         return self
 
 

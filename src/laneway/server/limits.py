@@ -387,8 +387,9 @@ def key_limits(
 
         pricer = Pricer.for_lanes(config.lanes)
     if ledger is None:
+        state = config.state
         ledger = open_key_ledger(
-            config.state.url, clock, fallback_share=config.state.fallback_share
+            state.url, clock, fallback_share=state.fallback_share, timeout=state.timeout
         )
     lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
     chains = {name: config.fallback_chain(name) for name in config.lanes}

@@ -57,11 +57,15 @@ __all__ = [
 
 
 def open_store(
-    url: str | None, clock: TimeSource, fallback_share: float | None = None
+    url: str | None,
+    clock: TimeSource,
+    fallback_share: float | None = None,
+    timeout: float = 0.5,
 ) -> SourceStore:
     """The store for ``state.url``: in-process without one, Redis (with fallback) with one.
 
-    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackStore``).
+    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackStore``); ``timeout``
+    is ``state.timeout``, the bound of each Redis call.
     """
     if url is None:
         return MemoryStore(clock)
@@ -69,8 +73,9 @@ def open_store(
     from laneway.state.fallback import FallbackStore
     from laneway.state.redis_store import RedisStore
 
-    shared = RedisStore.from_url(url, clock)
-    return FallbackStore(shared, MemoryStore(clock), clock, fallback_share=fallback_share)
+    shared = RedisStore.from_url(url, clock, timeout=timeout)
+    local = MemoryStore(clock)
+    return FallbackStore(shared, local, clock, timeout=timeout, fallback_share=fallback_share)
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

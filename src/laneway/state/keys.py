@@ -369,15 +369,17 @@ def open_key_ledger(
     *,
     prefix: str = "laneway",
     fallback_share: float | None = None,
+    timeout: float = 0.5,
 ) -> KeyLedger:
     """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one.
 
-    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackKeyLedger``).
+    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackKeyLedger``); ``timeout``
+    is ``state.timeout``, the bound of each Redis call.
     """
     if url is None:
         return MemoryKeyLedger(clock)
     from laneway.state.key_fallback import FallbackKeyLedger
     from laneway.state.key_redis import RedisKeyLedger
 
-    shared = RedisKeyLedger.from_url(url, clock, prefix=prefix)
-    return FallbackKeyLedger(shared, clock, fallback_share=fallback_share)
+    shared = RedisKeyLedger.from_url(url, clock, prefix=prefix, timeout=timeout)
+    return FallbackKeyLedger(shared, clock, timeout=timeout, fallback_share=fallback_share)
