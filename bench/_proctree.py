@@ -64,3 +64,20 @@ def rss_mib(root: int) -> float:
                 if line.startswith("VmRSS:"):
                     kib += int(line.split()[1])
     return kib / 1024
+
+
+def pss_mib(root: int) -> float:
+    """Sum of Pss over the tree in MiB: each shared page split among the processes sharing it.
+
+    What the tree costs the machine: forked workers that share their parent's
+    pages count them once in all, where VmRSS counts them once per process.
+    """
+    kib = 0
+    for pid in tree(root):
+        with contextlib.suppress(OSError, ValueError):
+            for line in (
+                (_PROC / str(pid) / "smaps_rollup").read_text(encoding="ascii").splitlines()
+            ):
+                if line.startswith("Pss:"):
+                    kib += int(line.split()[1])
+    return kib / 1024

@@ -27,8 +27,10 @@ import socket
 import time
 from dataclasses import dataclass
 
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
+from laneway.cli.forking import ForkedWorker, preload
 from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config
 from laneway.cli.reloading import WorkerConfigs
 from laneway.cli.rundir import ServerStatus, StatusFile
@@ -78,6 +80,7 @@ class Supervisor(Multiprocess):
         self.generation = 1
         self.pending: _Pending | None = None
         self.metrics = Metrics(share=SharedFolder(configs.folder.parent, pid=os.getpid()))
+        self.providers = {s.provider for lane in first.config.lanes.values() for s in lane.sources}
         configs.publish(1, first)
 
     def handle_hup(self) -> None:
@@ -121,6 +124,7 @@ class Supervisor(Multiprocess):
         previous = signal.set_wakeup_fd(waker.fileno())
         try:
             uvicorn_log.info("Started parent process [%d]", os.getpid())
+            preload(self.providers)
             self.init_processes()
             self._supervise(wake)
             self.terminate_all()
@@ -130,6 +134,32 @@ class Supervisor(Multiprocess):
             signal.set_wakeup_fd(previous)
             wake.close()
             waker.close()
+
+    def init_processes(self) -> None:
+        """Fork the workers (uvicorn spawns them; see ``laneway.cli.forking``)."""
+        for _ in range(self.processes_num):
+            process = ForkedWorker(self.config, self.sockets)
+            process.start()
+            self.processes.append(process)
+
+    def keep_subprocess_alive(self) -> None:
+        """Replace a dead or hung worker by a forked one (uvicorn's rule, uvicorn's log lines)."""
+        for index, process in enumerate(self.processes):
+            if self.should_exit.is_set():
+                return
+            if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+                continue
+            process.kill()
+            process.join()
+            if process.exitcode == STARTUP_FAILURE:
+                uvicorn_log.error(
+                    "Child process [%s] failed to start, stopping the parent process.", process.pid
+                )
+                self.should_exit.set()
+                return
+            uvicorn_log.info("Child process [%s] died", process.pid)
+            self.processes[index] = ForkedWorker(self.config, self.sockets)
+            self.processes[index].start()
 
     def _supervise(self, wake: socket.socket) -> None:
         """Answer signals as they come, watch the workers, collect a reload's acknowledgements."""

@@ -1,0 +1,78 @@
+"""Workers forked from the supervisor, so that they share its imported modules.
+
+uvicorn spawns each worker: a fresh interpreter that imports the whole stack
+again and holds its own copy of every module. Here the supervisor imports
+what a worker runs (``preload``), freezes its heap (``gc.freeze``: the
+collector then never writes to those objects, so their pages stay shared)
+and forks each worker, which shares those pages with the supervisor and its
+siblings copy-on-write. The supervisor builds no gateway: a worker builds its
+own after the fork, so no connection, event loop or thread crosses it.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import multiprocessing
+import signal
+from collections.abc import Iterable
+from multiprocessing import Pipe
+from socket import socket
+from typing import Any
+
+from uvicorn._subprocess import subprocess_started
+from uvicorn.config import Config
+from uvicorn.supervisors.multiprocess import SIGNALS, Process
+
+from laneway.accounting.forked import can_fork
+
+FORK = multiprocessing.get_context("fork")
+
+WORKER_MODULES = (
+    "laneway.cli.compose",
+    "laneway.cli.served",
+    "laneway.server.app",
+    "genai_prices",
+    "sqlite3",
+    "pydantic.type_adapter",
+)
+"""What every worker imports to build its gateway (the composition root and the server)."""
+
+ADAPTERS = {
+    "openai": "laneway.providers.openai",
+    "azure": "laneway.providers.azure",
+    "gemini": "laneway.providers.gemini",
+    "anthropic": "laneway.providers.anthropic",
+}
+"""The module of each ``provider:`` kind, imported before the fork when a source names it."""
+
+
+def preload(providers: Iterable[str]) -> None:
+    """Import a worker's modules and the adapters of ``providers``, then freeze the heap."""
+    for name in (*WORKER_MODULES, *(ADAPTERS[kind] for kind in set(providers) if kind in ADAPTERS)):
+        importlib.import_module(name)
+    gc.collect()
+    gc.freeze()
+
+
+class ForkedWorker(Process):
+    """A uvicorn worker forked from the supervisor (spawned where forking is not safe)."""
+
+    def __init__(self, config: Config, sockets: list[socket]) -> None:
+        if not can_fork():
+            super().__init__(config, sockets)
+            return
+        self.config = config
+        self._server = None
+        self.parent_conn, self.child_conn = Pipe()
+        kwargs: dict[str, Any] = {"config": config, "target": self.target, "sockets": sockets}
+        # uvicorn types the attribute as its SpawnProcess; it only calls what every process has.
+        self.process = FORK.Process(target=_forked_started, kwargs=kwargs)  # type: ignore[assignment]
+
+
+def _forked_started(config: Config, target: Any, sockets: list[socket]) -> None:
+    """The worker's first step: drop the supervisor's signal handling, then serve."""
+    signal.set_wakeup_fd(-1)
+    for number in SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    subprocess_started(config, target, sockets, stdin_fileno=None)
