@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from laneway.core.failures import FailureKind
+from laneway.core.failures import REJECTION_STATUSES, REQUEST_REJECTION_STATUSES, FailureKind
 
 DEFAULT_RETRIES = 2
 """``openai.DEFAULT_MAX_RETRIES``: LiteLLM's retries when nothing sets ``num_retries``."""
@@ -380,7 +380,7 @@ def _rejection_retries(policy: Mapping[str, Any], out: Translation) -> None:
         if _int(policy.get(key)):
             out.gaps.append(
                 f"retry_policy.{key}: {policy[key]}: laneway never retries a rejection "
-                "(400, 401, 403, 404, 422); not carried"
+                f"({', '.join(map(str, sorted(REJECTION_STATUSES)))}); not carried"
             )
 
 
@@ -483,7 +483,8 @@ def _fall_back(key: str, group: str, target: str, lanes: dict[str, Any], out: Tr
         f"{key}: LiteLLM moves to {target} on {what} after this group's retries, with a new "
         f"timeout per attempt and no overall bound; laneway falls back to lane {target} under "
         "its own policy and the caller's one deadline, on any failure but the caller's own "
-        "rejections (400, 422), context-length ones included"
+        f"rejections ({', '.join(map(str, sorted(REQUEST_REJECTION_STATUSES)))}), "
+        "context-length ones included"
     )
 
 

@@ -17,14 +17,13 @@ from pydantic import (
     model_validator,
 )
 
-from laneway.core.failures import FailureKind, parse_retry_class
+from laneway.core.failures import REJECTION_STATUSES, FailureKind, parse_retry_class
 from laneway.core.units import parse_duration, parse_size
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 RetryLabel = int | FailureKind
 RetryCount = Annotated[int, Field(ge=1, le=20)]
-REJECTION_CODES = frozenset({400, 401, 403, 404, 422})
 
 _NETWORK_SCHEMES = frozenset({"http", "https", "redis", "rediss", "postgresql", "postgres"})
 
@@ -435,7 +434,7 @@ class LaneConfig(Strict):
                 "retry_on gives retry counts but retries is 0: set retries, the bound on them all"
             )
         for code in self.retry_on:
-            if isinstance(code, int) and code in REJECTION_CODES:
+            if isinstance(code, int) and code in REJECTION_STATUSES:
                 raise ValueError(f"retry_on: {code} is a rejection; rejections are never retried")
             if isinstance(code, int) and not 100 <= code <= 599:
                 raise ValueError(f"retry_on: {code} is not an HTTP status")
@@ -579,12 +578,18 @@ def _telemetry_url(value: object) -> object:
     return "none" if value is False else value
 
 
+def _telemetry_short(value: object) -> object:
+    """``telemetry: none`` (or ``false``, or a URL or path) is short for ``{url: ...}``."""
+    return {"url": value} if isinstance(value, str) or value is False else value
+
+
 class TelemetryConfig(Strict):
     """Where every call's record goes, and how it is batched there.
 
     ``url`` is a SQLite path (relative to the config file's folder, or
     ``sqlite:///path``), a ``postgresql://`` URL, or ``none``/``false`` to
-    record nothing.
+    record nothing. ``telemetry: none`` (or any ``url`` alone) is short for
+    ``telemetry: {url: none}``.
     """
 
     url: Annotated[MaybeNetworkUrl, BeforeValidator(_telemetry_url)] = "laneway.sqlite3"
@@ -622,7 +627,9 @@ class LanewayConfig(Strict):
     the names they already send, without a copied lane."""
     server: ServerConfig = Field(default_factory=ServerConfig)
     state: StateConfig = Field(default_factory=StateConfig)
-    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    telemetry: Annotated[TelemetryConfig, BeforeValidator(_telemetry_short)] = Field(
+        default_factory=TelemetryConfig
+    )
     cache: CacheConfig = Field(default_factory=CacheConfig)
 
     @model_validator(mode="before")

@@ -101,6 +101,19 @@ NEUTRAL = frozenset({*REJECTIONS, FailureKind.DIMENSION, FailureKind.DIVERGED})
 STATUS_LABELLED = frozenset({FailureKind.STATUS, *REJECTIONS})
 """Kinds whose ``retry_on`` label is the answer's status code rather than the kind."""
 
+REQUEST_REJECTION_STATUSES = frozenset({400, 413, 422})
+"""Upstream statuses that refuse the request itself (malformed, too large, unprocessable):
+another source or lane would refuse it too, so no fallback lane is tried for them."""
+
+REJECTION_STATUSES = REQUEST_REJECTION_STATUSES | {401, 403, 404}
+"""Upstream statuses that are rejections (``FailureKind.REJECTED``): never retried, never
+listed in ``retry_on``, neutral to the source's health. 401/403/404 refuse the source's
+credentials or model, not the request: a fallback lane may still answer."""
+
+PUSHBACK_STATUSES = frozenset({429, 503})
+"""Upstream statuses whose ``Retry-After`` is a pushback (``max_pushbacks``), and the ones
+the server passes on with a ``Retry-After`` of its own."""
+
 SET_ASIDE = frozenset({FailureKind.TIMEOUT, FailureKind.CONNECT})
 """Kinds after which a call tries its other sources before going back to the failed one."""
 

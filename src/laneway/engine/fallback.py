@@ -29,14 +29,12 @@ from laneway.core.errors import (
     RequestInvalid,
     UpstreamRejected,
 )
+from laneway.core.failures import REQUEST_REJECTION_STATUSES
 from laneway.core.records import CallMeta
 from laneway.core.types import Attempt
 from laneway.engine.lane import Lane
 from laneway.engine.recording import Recorder
 from laneway.policy.deadline import Deadline
-
-CALLERS_OWN = frozenset({400, 422})
-"""Rejections of the request itself: another lane would refuse it too."""
 
 
 class Answer(Protocol):
@@ -53,12 +51,14 @@ LaneCall = Callable[[Lane, float | None], Awaitable[AnswerT]]
 def falls_back(failure: CallFailed) -> bool:
     """Whether another lane may answer where this one failed.
 
-    Not when the upstream refused the request itself (400, 422), unless for
+    Not when the upstream refused the request itself (400, 413, 422), unless for
     its length, which a lane of larger windows may take.
     """
     if isinstance(failure, ContextLengthExceeded):
         return True
-    return not (isinstance(failure, UpstreamRejected) and failure.status in CALLERS_OWN)
+    return not (
+        isinstance(failure, UpstreamRejected) and failure.status in REQUEST_REJECTION_STATUSES
+    )
 
 
 def of_lane(name: str, attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:

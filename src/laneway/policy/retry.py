@@ -22,11 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from laneway.core.errors import AttemptFailure
-from laneway.core.failures import REJECTIONS
+from laneway.core.failures import PUSHBACK_STATUSES, REJECTIONS
 from laneway.core.units import format_duration
 from laneway.policy.backoff import Backoff
-
-PUSHBACK_STATUSES = frozenset({429, 503})
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import orjson
 
 from laneway.core.errors import AttemptFailure, Inexpressible, RequestInvalid
-from laneway.core.failures import FailureKind
+from laneway.core.failures import REJECTION_STATUSES, FailureKind
 from laneway.core.retry_after import parse_retry_after
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import (
@@ -24,8 +24,6 @@ from laneway.core.types import (
 )
 from laneway.core.usage import openai_usage_dict
 from laneway.core.vectors import Vector, VectorEncoding
-
-REJECTION_STATUSES = frozenset({400, 401, 403, 404, 413, 422})
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from laneway.core.errors import (
     UpstreamFailed,
     UpstreamRejected,
 )
-from laneway.core.failures import FailureKind
+from laneway.core.failures import PUSHBACK_STATUSES, FailureKind
 from laneway.server.asgi import Headers, Reply
 
 _TYPES = {
@@ -42,7 +42,6 @@ _TYPES = {
     413: "invalid_request_error",
     429: "rate_limit_error",
 }
-_PUSHBACK_STATUSES = (429, 503)
 _UPSTREAM_AUTH_STATUSES = (401, 403)
 
 
@@ -138,7 +137,7 @@ def _call_failed(exc: CallFailed) -> tuple[int, dict[str, Any], Headers]:
         body = {"error": _error(message, status, code)}
     headers = call_headers(exc.lane, exc.source, len(exc.attempts))
     wait = _retry_after(exc)
-    if wait is not None and status in _PUSHBACK_STATUSES:
+    if wait is not None and status in PUSHBACK_STATUSES:
         headers.append((b"retry-after", str(math.ceil(wait)).encode()))
     return status, {**body, "laneway": laneway}, headers
 
@@ -149,7 +148,7 @@ def _call_status(exc: CallFailed) -> int:
     if isinstance(exc, DeadlineExceeded | Stalled):
         return 504
     if isinstance(exc, PushbackRefused):
-        return exc.status if exc.status in _PUSHBACK_STATUSES else 503
+        return exc.status if exc.status in PUSHBACK_STATUSES else 503
     if isinstance(exc, UpstreamRejected):
         return 502 if exc.status in _UPSTREAM_AUTH_STATUSES else exc.status or 400
     if isinstance(exc, ResponseTooLarge):

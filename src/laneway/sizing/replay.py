@@ -23,12 +23,10 @@ from laneway.app import build_lane, local_call_loop
 from laneway.clocks import VirtualClock
 from laneway.config.models import LaneConfig
 from laneway.core.errors import AttemptFailure, CallFailed
-from laneway.core.failures import FailureKind
+from laneway.core.failures import REJECTION_STATUSES, FailureKind
 from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy.deadline import Deadline
 from laneway.sizing.samples import RecordedAttempt, RecordedCall
-
-REJECTIONS = frozenset({400, 401, 403, 404, 422})
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +118,7 @@ def _failure(step: RecordedAttempt) -> AttemptFailure:
     """
     if step.outcome.isdigit():
         status = int(step.outcome)
-        kind = FailureKind.REJECTED if status in REJECTIONS else FailureKind.STATUS
+        kind = FailureKind.REJECTED if status in REJECTION_STATUSES else FailureKind.STATUS
         return AttemptFailure(kind, f"recorded {status}", status=status)
     try:
         kind = FailureKind(step.outcome)
