@@ -24,6 +24,7 @@ from laneway.core.errors import ConfigError
 from laneway.core.extras import require
 from laneway.server.keys import KeyRing
 from laneway.server.run import connection_limits
+from laneway.telemetry.factory import POSTGRES_SCHEMES
 
 HASH_DIGITS = 12
 RESTART_ONLY = (
@@ -75,8 +76,9 @@ def read_config(path: Path, text: bytes | None = None) -> LoadedConfig:
         decoded = text.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    config = parse_config(decoded, origin=str(path))
-    return LoadedConfig(path, text, config, environment_for(path))
+    environ = environment_for(path)
+    config = parse_config(decoded, origin=str(path), environ=environ)
+    return LoadedConfig(path, text, config, environ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +92,10 @@ class Bind:
 def check_config(loaded: LoadedConfig, bind: Bind | None = None) -> None:
     """Build what serving ``loaded`` builds first, opening nothing; raise ``ConfigError``.
 
-    Every lane (adapters, policies), the keys, the drivers the state and cache
-    URLs need, and, given the ``bind``, the rule that a keyless gateway stays on
-    loopback.
+    Every lane (adapters, policies), the keys, the drivers the state, cache
+    and telemetry URLs need (``drivers_needed``), and, given the ``bind``, the
+    rule that a keyless gateway stays on loopback. ``laneway check`` runs it
+    too, so it and ``serve`` give one verdict.
     """
     config, environ = loaded.config, loaded.environ
     try:
@@ -103,14 +106,24 @@ def check_config(loaded: LoadedConfig, bind: Bind | None = None) -> None:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise ConfigError(f"{loaded.path}: {exc}") from exc
-    if config.state.url is not None:
-        require("redis", "state.url (Redis)")
-    if config.cache.url is not None and urlsplit(config.cache.url).scheme in REDIS_SCHEMES:
-        require("redis", "cache.url (Redis)")
+    for module, needed_by in drivers_needed(config):
+        require(module, needed_by)
     if bind is not None:
         refusal = bind_refusal(bind.host, keyed=bool(config.server.keys), insecure=bind.insecure)
         if refusal is not None:
             raise ConfigError(refusal)
+
+
+def drivers_needed(config: LanewayConfig) -> list[tuple[str, str]]:
+    """The optional drivers ``config`` needs, each with the setting that needs it."""
+    needed = []
+    if config.state.url is not None:
+        needed.append(("redis", "state.url (Redis)"))
+    if config.cache.url is not None and urlsplit(config.cache.url).scheme in REDIS_SCHEMES:
+        needed.append(("redis", "cache.url (Redis)"))
+    if urlsplit(config.telemetry.url).scheme in POSTGRES_SCHEMES:
+        needed.append(("asyncpg", "telemetry.url (PostgreSQL)"))
+    return needed
 
 
 def restart_only_changes(old: LanewayConfig, new: LanewayConfig) -> list[str]:

@@ -104,13 +104,15 @@ def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
     """
     from laneway.cli.check import env_example as example_env
     from laneway.cli.check import price_report, render
-    from laneway.config.load import load_config
+    from laneway.cli.loaded import check_config, read_config
 
     try:
-        config, environ = load_config(path)
+        loaded = read_config(Path(path))
+        check_config(loaded)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    config, environ = loaded.config, loaded.environ
     if env_example:
         target = Path(path).parent / ".env.example"
         target.write_text(example_env(config), encoding="utf-8")

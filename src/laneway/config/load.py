@@ -11,6 +11,7 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import ValidationError
 
+from laneway.config.environ import resolve_references
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 
@@ -26,8 +27,8 @@ def load_config(path: str | Path) -> tuple[LanewayConfig, dict[str, str]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    config = parse_config(text, origin=str(path))
-    return config, environment_for(path)
+    environ = environment_for(path)
+    return parse_config(text, origin=str(path), environ=environ), environ
 
 
 def environment_for(path: Path) -> dict[str, str]:
@@ -38,8 +39,15 @@ def environment_for(path: Path) -> dict[str, str]:
     return values
 
 
-def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
-    """Validate YAML text; errors name each bad key and its line."""
+def parse_config(
+    text: str, origin: str = "<config>", environ: Mapping[str, str] | None = None
+) -> LanewayConfig:
+    """Validate YAML text; errors name each bad key and its line.
+
+    Given ``environ``, every ``os.environ/NAME`` and ``${NAME}`` outside the
+    secrets is resolved in it first (``laneway.config.environ``); one it does
+    not set is an error naming its line and field.
+    """
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -47,6 +55,8 @@ def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
         raise ConfigError(_yaml_error(exc, origin)) from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: the top level must be a mapping with a 'lanes' key")
+    if environ is not None:
+        data = _resolved(data, node, environ, origin)
     try:
         return LanewayConfig.model_validate(data)
     except ValidationError as exc:
@@ -54,6 +64,23 @@ def parse_config(text: str, origin: str = "<config>") -> LanewayConfig:
         # Not chained: pydantic's own text quotes each bad value, and a key
         # pasted under a wrong name would reach every traceback that way.
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
+
+
+def _resolved(
+    data: dict[str, Any], node: yaml.Node | None, environ: Mapping[str, str], origin: str
+) -> Any:
+    missing: list[str] = []
+
+    def unresolved(loc: tuple[Any, ...], reference: str) -> None:
+        line = _line_of(node, loc)
+        place = f"{origin}:{line}" if line else origin
+        name = reference.removeprefix("os.environ/").strip("${}")
+        missing.append(f"  {place}: {_dotted(loc)}: {reference}: {name} is not set or is empty")
+
+    resolved = resolve_references(data, environ, unresolved)
+    if missing:
+        raise ConfigError("unresolved environment reference(s):\n" + "\n".join(missing))
+    return resolved
 
 
 def _yaml_error(exc: yaml.YAMLError, origin: str) -> str:

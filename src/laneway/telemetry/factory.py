@@ -13,6 +13,9 @@ from laneway.telemetry.spool import Spool, spool_path
 from laneway.telemetry.sqlite import SqliteTelemetryStore
 from laneway.telemetry.writer import CostFn, TelemetryWriter
 
+POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+"""``telemetry.url`` schemes written to PostgreSQL (the ``asyncpg`` driver)."""
+
 DISABLED = frozenset({"none", "off", "false", ""})
 
 
@@ -79,7 +82,7 @@ def store_for_url(url: str, base_dir: Path) -> TelemetryStore | None:
     if url.strip().lower() in DISABLED:
         return None
     scheme = urlsplit(url).scheme
-    if scheme in ("postgresql", "postgres"):
+    if scheme in POSTGRES_SCHEMES:
         dsn, schema = split_schema(url)
         require("asyncpg", "telemetry.url (PostgreSQL)")
         from laneway.telemetry.postgres import PostgresTelemetryStore
