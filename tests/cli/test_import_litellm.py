@@ -10,7 +10,7 @@ import yaml
 
 from laneway.cli.main import main
 from laneway.config import parse_config
-from laneway.config.litellm import Translation, translate
+from laneway.migrate.litellm import Translation, translate
 
 HERE = Path(__file__).with_name("litellm")
 EXAMPLE = Path(__file__).parents[2] / "examples" / "litellm"
@@ -34,12 +34,12 @@ def test_nothing_declared_names_the_implicit_retries_and_default_timeout() -> No
     lane = out.config["lanes"]["m"]
     assert (lane["retries"], lane["retry_on"], lane["attempt_timeout"]) == (2, RETRIED, "6000s")
     assert lane["deadline"] == "18003s"  # 3 x 6000 s + (0.5 + 0.75) + (1 + 0.75), rounded up
-    notes = " ".join(out.notes["m"])
-    assert "openai.DEFAULT_MAX_RETRIES = 2" in notes
-    assert "LiteLLM's default request_timeout" in notes
-    assert "no overall deadline" in notes and "zeros" in notes and "$0" in notes
-    assert "a single-deployment group is never cooled" in notes
-    assert out.complete
+    header = " ".join(out.header)
+    assert "openai.DEFAULT_MAX_RETRIES = 2" in header
+    assert "LiteLLM's default request_timeout" in header
+    assert "never enforces" in header and "zeros" in header and "$0" in header
+    assert "never cools a single-deployment group" in header
+    assert out.notes["m"] == [] and out.complete
 
 
 def test_num_retries_zero_is_one_attempt() -> None:
@@ -48,10 +48,97 @@ def test_num_retries_zero_is_one_attempt() -> None:
     assert not {"retries", "retry_on", "attempt_timeout"} & set(lane)
 
 
+def test_router_timeout_wins_over_request_timeout_as_in_litellms_router() -> None:
+    """Fails before the fix: request_timeout 60 was ranked first (60s, 246s deadline)."""
+    data = {
+        **minimal(),
+        "router_settings": {"timeout": 30, "num_retries": 3},
+        "litellm_settings": {"request_timeout": 60},
+    }
+    lane = translate(data).config["lanes"]["m"]
+    assert (lane["attempt_timeout"], lane["deadline"]) == ("30s", "126s")
+    only_lite = {**minimal(), "litellm_settings": {"request_timeout": 60}}
+    assert translate(only_lite).config["lanes"]["m"]["attempt_timeout"] == "60s"
+    own = {**minimal(timeout=8), "router_settings": {"timeout": 30}}
+    assert translate(own).config["lanes"]["m"]["attempt_timeout"] == "8s"
+
+
+def test_an_embedding_model_is_an_embed_lane_with_its_dimensions() -> None:
+    """Fails before the fix: openai/text-embedding-3-small became a chat lane."""
+    out = translate(minimal() | {"model_list": [
+        {"model_name": "e", "litellm_params": {"model": "openai/text-embedding-3-small"}},
+        {"model_name": "ada", "litellm_params": {"model": "text-embedding-ada-002"}},
+        {"model_name": "r", "litellm_params": {"model": "openai/rerank-v1"}},
+    ]})  # fmt: skip
+    lanes = out.config["lanes"]
+    assert (lanes["e"]["kind"], lanes["e"]["dimensions"]) == ("embed", 1536)
+    assert lanes["ada"]["kind"] == "embed" and "dimensions" not in lanes["ada"]
+    assert "r" not in lanes
+    assert any("mode rerank" in gap for gap in out.gaps)
+
+
+def test_settings_laneway_has_are_carried() -> None:
+    """Fails before the fix: each of these was listed as having no laneway equivalent."""
+    entries = [("x", "east"), ("y", "west")]
+    data = {
+        "model_list": [
+            {"model_name": "m", "litellm_params": {"model": f"openai/{m}"}, "model_info": {"id": i}}
+            for m, i in entries
+        ],
+        "router_settings": {"retry_after": 2},
+        "litellm_settings": {
+            "max_budget": 100, "budget_duration": "30d", "callbacks": ["prometheus", "langfuse"],
+            "drop_params": True,
+        },
+        "general_settings": {"master_key": "os.environ/MASTER", "max_request_size_mb": 20},
+    }  # fmt: skip
+    out = translate(data)
+    config = out.config
+    assert set(config["deployments"]) == {"east", "west"}
+    assert config["server"]["max_request_bytes"] == "20MiB"
+    assert config["server"]["keys"][0]["budget"] == {"monthly": 100.0}
+    assert config["lanes"]["m"]["backoff"]["base"] == "2000ms"
+    header = " ".join(out.header)
+    assert "/metrics" in header and "OTEL_EXPORTER_OTLP_ENDPOINT" in header
+    assert "drops none" in header
+    assert out.complete, out.gaps
+
+
+def test_env_references_are_kept_never_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
+    out = translate(minimal(api_key="os.environ/OPENAI_API_KEY"))
+    assert out.config["deployments"]["m"]["api_key"] == "os.environ/OPENAI_API_KEY"
+    redis = {**minimal(), "router_settings": {"redis_host": "os.environ/REDIS_HOST"}}
+    gaps = " ".join(translate(redis).gaps)
+    assert "${REDIS_HOST}" in gaps and "state" in gaps
+
+
+def test_context_window_fallbacks_move_only_context_length_refusals() -> None:
+    """Fails before the fix: the pair became a fallback_lanes entry taken on any failure."""
+    small = {"model": "openai/small"}
+    large = {"model": "openai/large"}
+    data = {
+        "model_list": [
+            {"model_name": "a", "litellm_params": small, "model_info": {"max_input_tokens": 8000}},
+            {
+                "model_name": "b",
+                "litellm_params": large,
+                "model_info": {"max_input_tokens": 128000},
+            },
+        ],
+        "router_settings": {"context_window_fallbacks": [{"a": ["b"]}]},
+    }
+    out = translate(data)
+    lane = out.config["lanes"]["a"]
+    assert "fallback_lanes" not in lane
+    assert lane["sources"] == [{"deployment": "a"}, {"deployment": "b", "priority": 1}]
+    assert any("chain a -> b" in note for note in out.notes["a"])
+
+
 def test_every_key_is_translated_or_listed() -> None:
     out = imported("every_key.yaml")
     config = out.config
-    summarize = config["deployments"]["summarize"]
+    summarize = config["deployments"]["summarize-primary"]  # model_info.id
     assert summarize == {
         "provider": "openai",
         "base_url": "https://api.openai.com/v1",
@@ -76,33 +163,39 @@ def test_every_key_is_translated_or_listed() -> None:
     }  # fmt: skip
     assert lane["breaker"] == {"failures": 3, "window": "60s", "cooldown": "30s"}
     assert lane["fallback_lanes"] == ["summarize-long"]
+    assert lane["sources"][-1] == {"deployment": "summarize-long", "priority": 1}
     assert lane["cache"] == {"ttl": "600s"}
-    assert config["lanes"]["summarize-long"]["attempt_timeout"] == "45s"  # request_timeout
+    assert config["lanes"]["summarize-long"]["attempt_timeout"] == "30s"  # router_settings.timeout
     assert config["lanes"]["embed"]["kind"] == "embed"
     assert config["lanes"]["embed"]["embed_cache"] is True
+    assert config["lanes"]["embed"]["dimensions"] == 3072
     assert "legacy" not in config["lanes"]
     assert config["state"] == {"url": "redis://:hunter2@127.0.0.1:6379"}
     assert config["cache"] == {"url": "redis://127.0.0.1:6380"}
     assert config["telemetry"] == {"url": "postgresql://llm@127.0.0.1:5432/litellm"}
     assert config["server"]["keys"] == [{"name": "master", "key": "os.environ/LITELLM_MASTER_KEY"}]
     notes = " ".join(out.notes["summarize"])
-    assert "InternalServerErrorRetries: 1 is inert" in notes
-    assert "even the only one of a group" in notes
-    assert "context-window errors only" in notes
+    assert "retry_policy gives" in notes and "retry_on map" in notes
+    assert "even the only one of a group" in " ".join(out.header)
+    assert "chain summarize -> summarize-long" in notes
+
+
+def test_every_key_not_carried_is_listed_and_inert_ones_noted() -> None:
+    out = imported("every_key.yaml")
     gaps = "\n".join(out.gaps)
     for key in (
         "retry_policy.BadRequestErrorRetries",
         "bedrock/anthropic.claude-v2",
         "content_policy_fallbacks",
         "routing_strategy: latency-based-routing",
-        "litellm_settings.drop_params",
         "general_settings.alerting",
         "environment_variables",
     ):
         assert key in gaps
-    assert len(out.gaps) == 8
+    assert len(out.gaps) == 7
     assert any("max_retries" in line for line in out.header)
     assert any("set_verbose" in line for line in out.header)
+    assert any("drop_params" in line for line in out.header)
 
 
 def test_a_large_config_keeps_groups_orders_weights_aliases_and_fallbacks() -> None:
@@ -136,11 +229,12 @@ def test_a_large_config_keeps_groups_orders_weights_aliases_and_fallbacks() -> N
     assert config["deployments"]["local-llama"]["base_url"] == "http://10.0.0.5:8000/v1"
     assert config["aliases"] == {"gpt-4": "gpt-4o", "claude": "claude-sonnet"}
     assert config["state"] == {"url": "redis://redis.internal:6379/0"}
-    assert out.gaps == ["litellm_settings.success_callback: no laneway equivalent; not carried"]
+    assert out.gaps == []
+    assert any("Langfuse" in line for line in out.header)
     assert len(config["lanes"]) == 7
 
 
-@pytest.mark.parametrize(("name", "status"), [("every_key.yaml", 1), ("large.yaml", 1)])
+@pytest.mark.parametrize(("name", "status"), [("every_key.yaml", 1), ("large.yaml", 0)])
 def test_the_output_loads_and_checks_clean(
     name: str,
     status: int,
@@ -152,11 +246,12 @@ def test_the_output_loads_and_checks_clean(
         monkeypatch.setenv(variable, "set")
     output = tmp_path / "laneway.yaml"
     assert main(["import", "litellm", str(HERE / name), "-o", str(output)]) == status
-    assert "key(s) not carried" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert ("key(s) not carried" in err) == bool(status)
     text = output.read_text()
-    assert "# Not carried (no laneway equivalent; the exit status was 1):" in text
+    assert ("# Not carried (no laneway equivalent; the exit status was 1):" in text) == bool(status)
     parse_config(text)
-    assert main(["check", "--strict", str(output)]) == 0
+    assert main(["check", str(output)]) == 0
 
 
 def test_the_seed_example_imports_completely_as_committed(

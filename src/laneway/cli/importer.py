@@ -1,8 +1,9 @@
 """``laneway import litellm CONFIG``: a LiteLLM proxy config as an equivalent laneway.yaml.
 
-The output is validated as a laneway config before it is written. Every lane
-carries a comment saying what LiteLLM would have done and what laneway does
-instead; keys with no equivalent are listed at the top. Exit status: 0 when
+The output is validated as a laneway config before it is written. One header
+block says what every lane shares (what LiteLLM would have done and what
+laneway does instead) and what the proxy-wide settings became; a lane carries
+a comment only where it differs; keys with no equivalent are listed at the top. Exit status: 0 when
 the translation is complete, 1 when some keys have no equivalent (listed),
 2 when the input cannot be read or the output would not load.
 """
@@ -18,23 +19,28 @@ from typing import Any
 
 import yaml
 
-from laneway.config.litellm import Translation, translate
 from laneway.config.load import parse_config
 from laneway.core.errors import ConfigError
+from laneway.migrate.litellm import Translation, translate
 
 INCOMPLETE = 1
 UNREADABLE = 2
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run ``laneway import``; returns the exit status."""
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """``laneway import``'s arguments (a new option is one more ``add_argument`` here)."""
+    found = argparse.ArgumentParser(
         prog="laneway import", description="translate another gateway's config to laneway.yaml"
     )
-    parser.add_argument("source", choices=["litellm"], help="the config's gateway")
-    parser.add_argument("config", help="the LiteLLM proxy config (YAML)")
-    parser.add_argument("-o", "--output", help="write laneway.yaml here (default: stdout)")
-    args = parser.parse_args(argv)
+    found.add_argument("source", choices=["litellm"], help="the config's gateway")
+    found.add_argument("config", help="the LiteLLM proxy config (YAML)")
+    found.add_argument("-o", "--output", help="write laneway.yaml here (default: stdout)")
+    return found
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``laneway import``; returns the exit status."""
+    args = parser().parse_args(argv)
     try:
         data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -65,7 +71,9 @@ def render_translation(translation: Translation, origin: str) -> str:
     """The laneway.yaml text: the header, then each section, each lane under its comment."""
     config = translation.config
     lines = [f"# laneway.yaml imported from {origin} by `laneway import litellm`."]
-    lines += _comment(translation.header, "")
+    if translation.header:
+        lines.append("# What LiteLLM did and what laneway does instead:")
+        lines += _comment(translation.header, "", "- ")
     if translation.gaps:
         lines.append("# Not carried (no laneway equivalent; the exit status was 1):")
         lines += _comment(translation.gaps, "", "  - ")
