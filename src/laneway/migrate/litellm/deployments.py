@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from laneway.migrate.litellm.shared import Translation, integer, is_ref, number
+from laneway.migrate.litellm.shared import Translation, as_int, as_number, is_ref
 
 PROVIDERS: dict[str, tuple[str, str | None]] = {
     "openai": ("openai", "https://api.openai.com/v1"),
@@ -124,7 +124,7 @@ def mode_of(model: str, info: Mapping[str, Any]) -> str:
 
 def dimensions_of(model: str, info: Mapping[str, Any]) -> int | None:
     """The vector length to declare: ``model_info.output_vector_size``, else the table."""
-    declared = integer(info.get("output_vector_size"))
+    declared = as_int(info.get("output_vector_size"))
     return declared or DIMENSIONS.get(model.rsplit("/", 1)[-1])
 
 
@@ -207,8 +207,8 @@ def _info(
     if isinstance(info.get("max_input_tokens"), int):
         carried["context_window"] = info["max_input_tokens"]
     costs = {**info, **params}
-    price_in = number(costs.get("input_cost_per_token"))
-    price_out = number(costs.get("output_cost_per_token"))
+    price_in = as_number(costs.get("input_cost_per_token"))
+    price_out = as_number(costs.get("output_cost_per_token"))
     if price_in is not None and price_out is not None:
         carried["price"] = {"input": round(price_in * 1e6, 6), "output": round(price_out * 1e6, 6)}
     elif price_in is not None or price_out is not None:

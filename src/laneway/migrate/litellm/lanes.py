@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from laneway.core.failures import REJECTION_STATUSES, FailureKind
-from laneway.migrate.litellm.shared import Settings, integer, number
+from laneway.migrate.litellm.shared import Settings, as_int, as_number
 
 DEFAULT_RETRIES = 2
 """``openai.DEFAULT_MAX_RETRIES``: LiteLLM's retries when nothing sets ``num_retries``."""
@@ -63,23 +63,23 @@ def rejection_gaps(policy: Mapping[str, Any]) -> list[str]:
         f"retry_policy.{key}: {policy[key]}: laneway never retries a rejection "
         f"({', '.join(map(str, sorted(REJECTION_STATUSES)))}); not carried"
         for key in REJECTION_POLICY_KEYS
-        if integer(policy.get(key))
+        if as_int(policy.get(key))
     ]
 
 
 def settings(router: Mapping[str, Any], lite: Mapping[str, Any]) -> Settings:
     """The router-wide values, each from where ``Router.__init__`` takes it."""
-    if integer(router.get("num_retries")) is not None:
+    if as_int(router.get("num_retries")) is not None:
         retries, retries_origin = router["num_retries"], "router_settings.num_retries"
-    elif integer(lite.get("num_retries")) is not None:
+    elif as_int(lite.get("num_retries")) is not None:
         retries, retries_origin = lite["num_retries"], "litellm_settings.num_retries"
     else:
         retries, retries_origin = None, "openai.DEFAULT_MAX_RETRIES = 2, as nothing sets it"
-    if number(router.get("timeout")):
-        timeout, timeout_origin = number(router["timeout"]), "router_settings.timeout"
-    elif number(lite.get("request_timeout")):
+    if as_number(router.get("timeout")):
+        timeout, timeout_origin = as_number(router["timeout"]), "router_settings.timeout"
+    elif as_number(lite.get("request_timeout")):
         timeout, timeout_origin = (
-            number(lite["request_timeout"]),
+            as_number(lite["request_timeout"]),
             "litellm_settings.request_timeout",
         )
     else:
@@ -88,17 +88,17 @@ def settings(router: Mapping[str, Any], lite: Mapping[str, Any]) -> Settings:
             "LiteLLM's default request_timeout 6000s, as nothing sets one",
         )
     policy = router.get("retry_policy")
-    fails = integer(router.get("allowed_fails"))
+    fails = as_int(router.get("allowed_fails"))
     return Settings(
         retries=retries,
         retries_origin=retries_origin,
         timeout=timeout,
         timeout_origin=timeout_origin,
-        stream_timeout=number(router.get("stream_timeout")) or None,
+        stream_timeout=as_number(router.get("stream_timeout")) or None,
         retry_policy=policy if isinstance(policy, Mapping) else {},
-        allowed_fails=fails if fails is not None else integer(lite.get("allowed_fails")),
-        cooldown=number(router.get("cooldown_time")) or None,
-        retry_after=number(router.get("retry_after")) or 0.0,
+        allowed_fails=fails if fails is not None else as_int(lite.get("allowed_fails")),
+        cooldown=as_number(router.get("cooldown_time")) or None,
+        retry_after=as_number(router.get("retry_after")) or 0.0,
     )
 
 
@@ -138,7 +138,7 @@ def lane(
 
 
 def _retry_note(retries: int, budget: int, origin: str, policy: Mapping[str, Any]) -> str:
-    own = {k: integer(v) for k, v in policy.items() if k in POLICY_KEYS}
+    own = {k: as_int(v) for k, v in policy.items() if k in POLICY_KEYS}
     if not own:
         return (
             f"retries: up to {retries + 1} attempts ({origin}) on 408, 409, 429, every 5xx, "
@@ -155,7 +155,7 @@ def _retry_note(retries: int, budget: int, origin: str, policy: Mapping[str, Any
 
 
 def _retries(params: list[Mapping[str, Any]], settings: Settings) -> tuple[int, str]:
-    own = [p["num_retries"] for p in params if integer(p.get("num_retries")) is not None]
+    own = [p["num_retries"] for p in params if as_int(p.get("num_retries")) is not None]
     if own:
         return max(own), "litellm_params.num_retries"
     if settings.retries is not None:
@@ -164,7 +164,7 @@ def _retries(params: list[Mapping[str, Any]], settings: Settings) -> tuple[int, 
 
 
 def _timeout(params: list[Mapping[str, Any]], settings: Settings) -> tuple[float, str]:
-    own = [number(p.get("timeout")) or number(p.get("request_timeout")) for p in params]
+    own = [as_number(p.get("timeout")) or as_number(p.get("request_timeout")) for p in params]
     found = [t for t in own if t]
     if found:
         return max(found), "litellm_params.timeout"
@@ -174,7 +174,7 @@ def _timeout(params: list[Mapping[str, Any]], settings: Settings) -> tuple[float
 
 
 def _stream_timeout(params: list[Mapping[str, Any]], settings: Settings) -> float | None:
-    found = [t for t in (number(p.get("stream_timeout")) for p in params) if t]
+    found = [t for t in (as_number(p.get("stream_timeout")) for p in params) if t]
     return max(found) if found else settings.stream_timeout
 
 
@@ -187,7 +187,7 @@ def _retry_budget(retries: int, policy: Mapping[str, Any]) -> int:
     """The most retries a call may spend: ``retries``, or more where retry_policy gives more."""
     budget = retries
     for key, value in policy.items():
-        count = integer(value)
+        count = as_int(value)
         if key in POLICY_KEYS and count is not None:
             budget = max(budget, count)
     return min(budget, 20)
@@ -197,7 +197,7 @@ def _retry_on(retries: int, policy: Mapping[str, Any]) -> list[Any] | dict[Any, 
     """LiteLLM's retried statuses and classes; a map where retry_policy gives its own counts."""
     labels: list[Any] = [*RETRIED_STATUSES, FailureKind.TIMEOUT.value, FailureKind.CONNECT.value]
     own = {
-        label: integer(v) for k, v in policy.items() if k in POLICY_KEYS for label in POLICY_KEYS[k]
+        label: as_int(v) for k, v in policy.items() if k in POLICY_KEYS for label in POLICY_KEYS[k]
     }
     if not own:
         return labels

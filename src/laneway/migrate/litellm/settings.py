@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from laneway.migrate.litellm.shared import Translation, is_ref, number
+from laneway.migrate.litellm.shared import Translation, as_number, is_ref
 
 UNSET_CACHE_TTL = 3600.0
 """The ttl written for a LiteLLM cache that sets none (laneway's cache requires one)."""
@@ -142,7 +142,7 @@ def _callbacks(key: str, value: object, out: Translation) -> None:
 
 def _budget(lite: Mapping[str, Any], out: Translation) -> None:
     """The proxy-wide ``max_budget`` per ``budget_duration`` as the master key's budget."""
-    budget = number(lite.get("max_budget"))
+    budget = as_number(lite.get("max_budget"))
     if not budget:
         if lite.get("budget_duration") is not None:
             out.header.append("litellm_settings.budget_duration: no max_budget; inert")
@@ -179,8 +179,8 @@ def general(general: Mapping[str, Any], out: Translation) -> None:
                 "general_settings.database_url: laneway's call records (telemetry.url); "
                 "LiteLLM's key and spend tables are not read from it"
             )
-        elif key == "max_request_size_mb" and number(value):
-            size = number(value) or 0.0
+        elif key == "max_request_size_mb" and as_number(value):
+            size = as_number(value) or 0.0
             limit = f"{int(size)}MiB" if size.is_integer() else int(size * 1024 * 1024)
             out.config.setdefault("server", {})["max_request_bytes"] = limit
             out.header.append(
@@ -234,7 +234,7 @@ def cache(lite: Mapping[str, Any], lanes: Mapping[str, Any], out: Translation) -
     elif kind != "disk":
         out.gaps.append(f"litellm_settings.cache_params.type: {kind}: no laneway cache store")
         return
-    _lane_caches(number(params.get("ttl")), lanes, out)
+    _lane_caches(as_number(params.get("ttl")), lanes, out)
     known = {"type", "host", "port", "password", "url", "ttl"}
     for key in sorted(set(params) - known):
         out.gaps.append(f"litellm_settings.cache_params.{key}: no laneway equivalent")

@@ -66,7 +66,7 @@ def mapping(data: Mapping[str, Any], key: str, out: Translation) -> Mapping[str,
     return value
 
 
-def number(value: object) -> float | None:
+def as_number(value: object) -> float | None:
     """A number, or ``None`` for anything else (booleans included)."""
     if isinstance(value, bool) or value is None:
         return None
@@ -76,7 +76,7 @@ def number(value: object) -> float | None:
         return None
 
 
-def integer(value: object) -> int | None:
+def as_int(value: object) -> int | None:
     """An int, or ``None`` (booleans are no ints here)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

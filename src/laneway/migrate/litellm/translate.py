@@ -12,7 +12,7 @@ from typing import Any
 
 from laneway.migrate.litellm import fallbacks, lanes, settings
 from laneway.migrate.litellm.deployments import MODES, deployment, dimensions_of, mode_of
-from laneway.migrate.litellm.shared import Translation, integer, mapping, number
+from laneway.migrate.litellm.shared import Translation, as_int, as_number, mapping
 
 USAGE_NOTE = (
     "usage and cost: LiteLLM fills usage an upstream omits with zeros and prices a model "
@@ -147,9 +147,9 @@ def _dimensions(
 def _source(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     params = entry["litellm_params"]
     source: dict[str, Any] = {"deployment": name}
-    if integer(params.get("order")) is not None:
+    if as_int(params.get("order")) is not None:
         source["priority"] = params["order"]
-    weight = number(params.get("weight"))
+    weight = as_number(params.get("weight"))
     if weight is not None and weight > 0:
         source["weight"] = weight
     return source
@@ -171,11 +171,18 @@ def _aliases(router: Mapping[str, Any], built: Mapping[str, Any], out: Translati
 
 
 def _share_notes(out: Translation) -> None:
-    """Notes every lane has go to the header once; each lane keeps only what differs."""
-    lists = [out.notes[name] for name in out.config["lanes"]]
-    if not lists:
-        return
-    common = [note for note in lists[0] if all(note in other for other in lists[1:])]
-    out.header[:0] = [f"every lane: {note}" for note in common]
-    for name in out.config["lanes"]:
-        out.notes[name] = [n for n in out.notes[name] if n not in common]
+    """A note several lanes have goes to the header once, naming them (``every lane`` when all
+    do); each lane keeps only the notes it alone has."""
+    names = list(out.config["lanes"])
+    holders: dict[str, list[str]] = {}
+    for name in names:
+        for note in out.notes[name]:
+            holders.setdefault(note, []).append(name)
+    shared = {note: lanes for note, lanes in holders.items() if len(lanes) > 1 or len(names) == 1}
+    header = [
+        f"{'every lane' if len(lanes) == len(names) else 'lanes ' + ', '.join(lanes)}: {note}"
+        for note, lanes in shared.items()
+    ]
+    out.header[:0] = sorted(header, key=lambda line: not line.startswith("every lane"))
+    for name in names:
+        out.notes[name] = [n for n in out.notes[name] if n not in shared]
