@@ -158,6 +158,27 @@ async def test_a_head_over_max_header_bytes_is_431(gw) -> None:
     assert "server.max_header_bytes" in answer["error"]["message"]
 
 
+@pytest.mark.parametrize("piece", [0, 512], ids=["one-write", "many-writes"])
+async def test_a_whole_head_over_max_header_bytes_is_431_however_it_is_read(gw, piece) -> None:
+    """A complete 9 KiB head (limit 8 KiB) is refused whether it comes in one write or in many."""
+    data = request("/healthz", headers=[f"X-Big: {'a' * 9 * 1024}"], method="GET")
+    reader, writer = await connect(gw)
+    for start in range(0, len(data), piece or len(data)):
+        writer.write(data[start : start + (piece or len(data))])
+        await writer.drain()
+    _, answer = await until_closed(reader, time.monotonic())
+    assert answer.startswith(b"HTTP/1.1 431 ")
+
+
+async def test_a_body_in_the_same_write_as_its_head_does_not_count_as_head(gw, http) -> None:
+    """Only the head counts against max_header_bytes: a 20 KiB body sent with it is read."""
+    body = orjson.dumps({"model": "chat", "messages": [{"role": "user", "content": "a" * 20_000}]})
+    reader, writer = await connect(gw)
+    writer.write(request("/v1/chat/completions", body, ["Content-Type: application/json"]))
+    head, _ = await read_answer(reader)
+    assert head.startswith(b"HTTP/1.1 200 ")
+
+
 async def test_a_32_mb_header_is_cut_off_early(gw, http) -> None:
     """The issue's 32 MB header: the server stops reading long before the end, and lives on."""
     _, writer = await connect(gw)

@@ -13,7 +13,10 @@ sent a complete head ``header_timeout`` after it opened (or after its
 previous answer) is closed, and so is one whose body has not fully arrived
 ``body_timeout`` after its head, and one idle ``keepalive_timeout`` after
 its last answer. A head over ``max_header_bytes`` or
-``max_headers`` is answered 431 and the connection closed. Deadlines are
+``max_headers`` is answered 431 and the connection closed: the head's
+bytes are counted as the parser hands over the URL and each header, so the
+limit holds whether the head came in one read or in many (and a body in the
+same read as its head does not count). Deadlines are
 plain numbers on each connection, checked by one ``Sweeper`` per server that
 ticks while connections are open: no timer is armed or cancelled per request.
 
@@ -172,6 +175,9 @@ class GatewayProtocol(HttpToolsProtocol):
         self.expires = math.inf
         """Loop time at which the sweeper closes this connection (``inf``: never)."""
         self.head_bytes = 0
+        """Bytes received since this head began (its body too, once in the same read)."""
+        self.parsed_head = 0
+        """Bytes of this head's URL and headers the parser has handed over."""
         self.header_count = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -259,17 +265,29 @@ class GatewayProtocol(HttpToolsProtocol):
         """A new request: its head is due ``header_timeout`` from now (or from the connect)."""
         super().on_message_begin()
         self.header_count = 0
+        self.parsed_head = 0
         if self.phase != _HEAD:
             self.phase = _HEAD
             self.head_bytes = 0
             self.expires = self.loop.time() + self.limits.header_timeout
 
+    def on_url(self, url: bytes) -> None:
+        """Count the URL's bytes against ``max_header_bytes``."""
+        self._count_head(len(url))
+        super().on_url(url)
+
     def on_header(self, name: bytes, value: bytes) -> None:
-        """Count the header; past ``max_headers`` the head is refused."""
+        """Count the header; past ``max_headers`` or ``max_header_bytes`` the head is refused."""
         self.header_count += 1
         if self.header_count > self.limits.max_headers:
             raise HeadRefused(f"the request has more than {self.limits.max_headers} headers")
+        self._count_head(len(name) + len(value) + 4)
         super().on_header(name, value)
+
+    def _count_head(self, size: int) -> None:
+        self.parsed_head += size
+        if self.parsed_head > self.limits.max_header_bytes:
+            raise HeadRefused(f"the request head is over {self.limits.max_header_bytes} bytes")
 
     def on_headers_complete(self) -> None:
         """Give the request its ``Departure`` before its task first runs; the body is now due."""
