@@ -236,3 +236,10 @@ async def test_azure_wants_an_api_version_and_a_key(sim) -> None:
         async with session.post(url, json=chat, headers={"api-key": "k"}) as r:
             answer = await r.json()
     assert answer["model"] == "d" and answer["choices"][0]["content_filter_results"]
+
+
+@pytest.mark.parametrize("count", [9223372036854775808, 9])
+async def test_gemini_candidate_count_over_eight_is_a_400(sim, count) -> None:
+    body = {"contents": HI, "generationConfig": {"candidateCount": count}}
+    status, answer = await post(sim, "/v1beta/models/g:generateContent", body)
+    assert status == 400 and b"candidate_count" in answer

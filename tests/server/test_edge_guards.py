@@ -161,3 +161,13 @@ async def test_a_deadline_the_margin_used_up_is_said_so(gw, http) -> None:
     message = answer["error"]["message"]
     assert status == 504 and "left no time" in message and "deadline_margin" in message
     assert "-0ms" not in message and "0ms" not in message
+
+
+@pytest.mark.parametrize("n", [9223372036854775808, 129, 0])
+async def test_an_n_above_what_any_provider_takes_is_a_400_naming_n(gw, http, sim, n) -> None:
+    before = await hits(http, sim, CHAT_SPEC)
+    body = b'{"model":"chat","messages":[{"role":"user","content":"hi"}],"n":%d}' % n
+    status, _, answer = await post(http, f"{gw.v1}/chat/completions", body)
+    assert status == 400 and answer["error"]["param"] == "n"
+    assert "128" in answer["error"]["message"]
+    assert await hits(http, sim, CHAT_SPEC) == before

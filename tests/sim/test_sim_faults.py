@@ -111,3 +111,19 @@ def test_every_scenario_has_valid_specs_at_any_scale() -> None:
     assert parse_spec(fault_scenario("slow_first_token").specs(0.1).primary or "").ttfb == 2.0
     with pytest.raises(KeyError):
         fault_scenario("nope")
+
+
+@pytest.mark.parametrize("n", [9223372036854775808, 129, 0])
+async def test_an_n_out_of_bounds_is_a_400_before_any_answer_is_written(sim: RunningSim, n) -> None:
+    """The issue's n=2**63 once grew the sim to 23.8 GB; now a 400 naming n, at once."""
+    body = b'{"messages":[{"role":"user","content":"hi"}],"n":%d}' % n
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(chat_url(sim, unique_spec("")), data=body) as r,
+    ):
+        assert r.status == 400 and "n must be" in (await r.json())["error"]["message"]
+
+
+async def test_an_n_within_bounds_writes_that_many_answers(sim: RunningSim) -> None:
+    status, _, body = await post(sim, unique_spec(""), {"messages": HELLO, "n": 128})
+    assert status == 200 and len(orjson.loads(body)["choices"]) == 128

@@ -63,6 +63,8 @@ EMBED_FIELDS: FieldTypes = {
     "user": _STRING,
 }
 _ENCODINGS = ("float", "base64")
+MAX_CHOICES = 128
+"""The most ``n`` any provider takes (OpenAI's API: 1 to 128; Gemini's ``candidateCount`` fewer)."""
 
 _TOTAL_TIMEOUTS = (
     (b"x-laneway-deadline-ms", 0.001, "X-Laneway-Deadline-Ms"),
@@ -117,6 +119,9 @@ def chat_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatCall:
     check_types(data, CHAT_FIELDS)
     check_tools(data.get("tools"))
     check_strings(data.get("stop"), "stop")
+    choices = data.get("n")
+    if choices is not None and not 1 <= choices <= MAX_CHOICES:
+        raise RequestInvalid("n", f"must be between 1 and {MAX_CHOICES}, got {choices}")
     options = data.get("stream_options") or {}
     include_usage = options.get("include_usage", False)
     if not isinstance(include_usage, bool):

@@ -39,7 +39,14 @@ def in_flap_outage(elapsed: float, half_period: float) -> bool:
     return elapsed % (2 * half_period) < half_period
 
 
+MAX_CHOICES = 128
+"""The most answers (`n`) the simulator writes, as OpenAI's API: a bigger `n` is a 400."""
+
+
 def _refuse_request_shape(behaviour: Behaviour, request: Request) -> Refusal | None:
+    choices = request.get("n", 1)
+    if not isinstance(choices, int) or isinstance(choices, bool) or not 1 <= choices <= MAX_CHOICES:
+        return Refusal(400, f"sim: n must be an integer from 1 to {MAX_CHOICES}")
     if behaviour.content_filter:
         return Refusal(400, "sim: the prompt was flagged by the content filter", "content_filter")
     if behaviour.context_length:

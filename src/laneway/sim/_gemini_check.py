@@ -80,6 +80,8 @@ _SCHEMA = frozenset(
 _TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
 _MIME = frozenset({"text/plain", "application/json", "text/x.enum"})
 _MODES = frozenset({"AUTO", "ANY", "NONE", "VALIDATED"})
+MAX_CANDIDATES = 8
+"""The most `candidateCount` Gemini takes."""
 _FUNCTION_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
 
 
@@ -160,6 +162,9 @@ def _generation(config: object) -> None:
     stops = config.get("stopSequences", [])
     if not isinstance(stops, list) or len(stops) > 5:
         raise Refused("generation_config.stop_sequences: at most 5 strings")
+    count = config.get("candidateCount", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_CANDIDATES:
+        raise Refused(f"generation_config.candidate_count: must be 1 to {MAX_CANDIDATES}")
     temperature = config.get("temperature", 1)
     if not isinstance(temperature, int | float) or not 0 <= temperature <= 2:
         raise Refused("generation_config.temperature: must be 0 to 2")
