@@ -51,6 +51,11 @@ the table and of its time index; SQLite's default (2 MiB) filled up with pages
 never read again, and 200-row batches commit as fast with 64 KiB (measured on
 a 20 MiB table)."""
 
+BUSY_SECONDS = 5.0
+"""How long a statement waits for another process's lock (the connection's busy timeout)."""
+WAL_RETRY = 0.01
+"""Seconds between tries of the switch to WAL mode while another process holds the file."""
+
 
 class SqliteTelemetryStore:
     """Call rows in a SQLite file (created, or migrated, on ``open``)."""
@@ -107,12 +112,11 @@ class SqliteTelemetryStore:
         import sqlite3
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_SECONDS)
         try:
+            wal(conn)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             migrate(conn)
         except BaseException:
             conn.close()
@@ -130,6 +134,27 @@ class SqliteTelemetryStore:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+
+def wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, waiting up to ``BUSY_SECONDS`` for another process.
+
+    The switch fails at once ("database is locked", no busy handler) while
+    another connection holds the file's write lock in rollback mode, as a
+    second ``serve`` worker does while the first one switches a new file: so
+    it is retried until the deadline.
+    """
+    import sqlite3
+
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_RETRY)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
