@@ -11,6 +11,7 @@ from laneway.policy.selection import (
     SourceSpec,
     Try,
     Turns,
+    WalkTime,
     failing_walk,
     order,
     panic_choice,
@@ -176,3 +177,18 @@ def test_a_failing_call_walks_primary_then_fallback(set_aside: bool, walk: list[
 def test_a_failing_call_alternates_between_peers() -> None:
     sources = [SourceSpec("a"), SourceSpec("b"), SourceSpec("c", priority=1)]
     assert failing_walk(sources, 4, HEALTH, set_aside=False) == ["a", "b", "a", "b"]
+
+
+def test_a_backoff_that_cannot_fit_moves_the_walk_to_the_next_source() -> None:
+    """Found by the oracle (tests/oracle): deadline 0.5 s, a 0.5 s backoff, two sources.
+
+    The call moves to the fallback at once rather than wait a backoff that
+    ends past its deadline; the walk said ``main, main``.
+    """
+    sources = [SourceSpec("main"), SourceSpec("backup", priority=1)]
+    tight = WalkTime((0.5,), deadline=0.5, min_attempt=0.25)
+    assert failing_walk(sources, 2, HEALTH, set_aside=False, time=tight) == ["main", "backup"]
+    roomy = WalkTime((0.5,), deadline=1.0, min_attempt=0.25)
+    assert failing_walk(sources, 2, HEALTH, set_aside=False, time=roomy) == ["main", "main"]
+    alone = [SourceSpec("main")]
+    assert failing_walk(alone, 2, HEALTH, set_aside=False, time=tight) == ["main"]

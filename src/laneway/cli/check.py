@@ -14,7 +14,7 @@ from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, retry_policy, worst_case
 from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
-from laneway.policy.selection import SourceSpec, failing_walk
+from laneway.policy.selection import SourceSpec, WalkTime, failing_walk
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
 from laneway.server.limits import chain_unpriced, unpriced_pairs
@@ -106,7 +106,9 @@ def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list
     """The sources a call walks when every attempt fails, per kind of failure.
 
     Error statuses go back to the preferred source until it failed twice;
-    timeouts and refused connections set the source aside at once.
+    timeouts and refused connections set the source aside at once. Failures
+    are taken to come at once and each backoff at its longest: one that
+    cannot fit before the deadline moves the call to the next source.
     """
     ranked = sorted(
         zip(lane.source_names(), lane.sources, strict=True), key=lambda p: p[1].priority
@@ -114,6 +116,8 @@ def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list
     specs = [SourceSpec(name, s.priority, s.weight) for name, s in ranked]
     statuses = [label for label in policy.retry_on if label.isdigit()]
     aside = [label for label in policy.retry_on if label in SET_ASIDE]
+    backoffs = [policy.backoff.ceiling(n) for n in range(1, policy.most_retries() + 1)]
+    time = WalkTime(backoffs, lane.deadline, lane.min_attempt)
     walks: list[tuple[str, list[str]]] = []
     for kind, labels, set_aside in (
         ("an error status", statuses or ["-"], False),
@@ -122,7 +126,8 @@ def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list
         if not labels:
             continue
         attempts = 1 + max(policy.retries_allowed(label) for label in labels)
-        walks.append((kind, failing_walk(specs, attempts, HealthPolicy(), set_aside=set_aside)))
+        walk = failing_walk(specs, attempts, HealthPolicy(), set_aside=set_aside, time=time)
+        walks.append((kind, walk))
     return walks
 
 

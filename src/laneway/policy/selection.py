@@ -168,26 +168,60 @@ class SourceSpec:
     weight: float = 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class WalkTime:
+    """The time a failing walk runs in: each retry's backoff, the deadline, ``min_attempt``.
+
+    The default (no backoff, no deadline) is a walk that time never cuts.
+    """
+
+    backoffs: Sequence[float] = ()
+    """The wait before retry ``n`` is ``backoffs[n - 1]`` (0 past the end)."""
+    deadline: float = math.inf
+    min_attempt: float = 0.0
+
+
+TIMELESS = WalkTime()
+
+
 def failing_walk(
-    sources: Sequence[SourceSpec], attempts: int, health: HealthPolicy, *, set_aside: bool
+    sources: Sequence[SourceSpec],
+    attempts: int,
+    health: HealthPolicy,
+    *,
+    set_aside: bool,
+    time: WalkTime = TIMELESS,
 ) -> list[str]:
-    """The sources a call's ``attempts`` go to when every one of them fails.
+    """The sources a call's ``attempts`` go to when every one of them fails at once.
 
     For a lane with no history and no Retry-After: each failure lowers the
     source's health as a fresh failure does (``prior / (prior + failures)``)
     and counts for this call; ``set_aside`` for timeouts and refused
-    connections, which move the source to the back.
+    connections, which move the source to the back. Going back to a source
+    waits its backoff; a backoff that cannot fit before the deadline (with
+    ``min_attempt`` after it) leaves that source for the rest of the call,
+    which moves on at once, or ends when no other source is left.
     """
     failures = {source.name: 0 for source in sources}
-    turns = Turns()
+    ready = dict.fromkeys(failures, 0.0)
+    left, turns, now = list(sources), Turns(), 0.0
     walk: list[str] = []
-    for _ in range(attempts):
-        candidates = [_failing(s, failures[s.name], health, set_aside) for s in sources]
+    for retry in range(1, attempts + 1):
+        candidates = [_failing(s, failures[s.name], health, set_aside) for s in left]
         chosen = order(candidates, turns, health)[0].name
         if len(candidates) > 1:
             turns.took(chosen, peers(chosen, candidates, health))
         walk.append(chosen)
         failures[chosen] += 1
+        now = max(now, ready[chosen])
+        wait = time.backoffs[retry - 1] if retry <= len(time.backoffs) else 0.0
+        remaining = time.deadline - now
+        if wait + time.min_attempt <= remaining:
+            ready[chosen] = now + wait
+        elif remaining < time.min_attempt or len(left) == 1:
+            break
+        else:
+            left = [s for s in left if s.name != chosen]
     return walk
 
 
