@@ -1,0 +1,124 @@
+"""What every run must hold to, whatever the case: the oracle's assertions.
+
+The bound and the walk are ``laneway check``'s own (``request_bound`` and
+``failing_walks`` of ``laneway.cli.check``), never derived here. Times are
+virtual and exact but sums of float waits, so they are read to ``GRAIN``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from laneway.cli.check import failing_walks, request_bound
+from laneway.config.models import LaneConfig
+from laneway.core.errors import CallFailed, DeadlineExceeded, PushbackRefused
+from laneway.core.failures import SET_ASIDE
+from laneway.core.records import CallRecord
+from laneway.engine.lane import retry_policy
+from tests.oracle.cases import MAIN, Case
+from tests.oracle.upstream import Exchange
+
+GRAIN = 1e-6
+"""Seconds a virtual time may be off by: a sum of float waits (forty 0.01 s waits read
+0.39999999999999997 s)."""
+_STATUS = re.compile(r"^status=(\d+)$")
+
+
+def chain(case: Case) -> list[str]:
+    """The lanes a call of the main lane may run, in order."""
+    return case.config.fallback_chain(MAIN)
+
+
+def bound(lane: LaneConfig) -> int:
+    """``laneway check``'s most upstream requests of one call of ``lane``."""
+    return request_bound(lane, retry_policy(lane)).total
+
+
+def chain_bound(case: Case) -> int:
+    """The most upstream requests of one call down the main lane's chain: each lane's bound."""
+    return sum(bound(case.config.lanes[name]) for name in chain(case))
+
+
+def hold_requests(case: Case, exchanges: list[Exchange]) -> None:
+    """No lane makes more upstream requests than ``check`` says, nor the chain."""
+    assert len(exchanges) <= chain_bound(case), (len(exchanges), chain_bound(case))
+    for name in chain(case):
+        mine = [e for e in exchanges if e.source in case.sources(name)]
+        assert len(mine) <= bound(case.config.lanes[name]), (name, len(mine))
+
+
+def walk_kind(lane: LaneConfig, specs: set[str]) -> str | None:
+    """Which of ``check``'s walks a lane whose every answer is one of ``specs`` takes.
+
+    Only where every answer fails alike: all statuses the lane retries, or
+    all refused connections (``reset``); ``None`` otherwise.
+    """
+    labels = {str(label) for label in lane.retry_on}
+    statuses = {m.group(1) for spec in specs if (m := _STATUS.match(spec))}
+    if statuses and len(statuses) == len(specs) and statuses <= labels:
+        return "an error status"
+    if specs == {"reset"} and "connect" in labels and "connect" in SET_ASIDE:
+        return "a timeout or refused connection"
+    return None
+
+
+def hold_walk(case: Case, exchanges: list[Exchange]) -> None:
+    """Where a lane's every answer fails alike, its sources are tried in ``check``'s walk.
+
+    The walk takes each backoff at its longest, so a lane whose backoff has
+    jitter (a shorter wait may fit where the longest does not) is not held to
+    it; nor is a lane where a breaker can open within the call, since the walk
+    leaves breakers out.
+    """
+    for name in chain(case):
+        lane = case.config.lanes[name]
+        if lane.backoff.jitter != "none" or _breaker_opens(lane):
+            continue
+        sources = case.sources(name)
+        kind = walk_kind(lane, {spec for s in sources for spec in case.faults[s]})
+        walks = dict(failing_walks(lane, retry_policy(lane)))
+        if kind is None or kind not in walks:
+            continue
+        tried = [e.source for e in exchanges if e.source in sources]
+        assert tried == walks[kind][: len(tried)], (name, kind, tried, walks[kind])
+
+
+def _breaker_opens(lane: LaneConfig) -> bool:
+    """Whether a source's breaker can open on the failures of one call."""
+    most = bound(lane)
+    return any((s.breaker or lane.breaker).failures <= most for s in lane.sources)
+
+
+def lane_of(case: Case, record: CallRecord) -> LaneConfig:
+    return case.config.lanes[record.lane]
+
+
+def hold_time(case: Case, records: list[CallRecord], elapsed: float) -> None:
+    """Each lane's run ends by its deadline, and the call by the chain's."""
+    assert elapsed <= sum(case.config.lanes[n].deadline for n in chain(case)) + GRAIN
+    for record in records:
+        assert record.latency <= lane_of(case, record).deadline + GRAIN, record
+
+
+def hold_blame(error: Exception | None) -> None:
+    """An error other than the deadline's names the last upstream failure."""
+    if error is None or isinstance(error, DeadlineExceeded):
+        return
+    assert isinstance(error, CallFailed)
+    last = error.attempts[-1] if error.attempts else None
+    if last is None or last.outcome == "not_ready":
+        return
+    if isinstance(error, PushbackRefused):
+        assert last.source.rsplit("/", 1)[-1] in str(error), (str(error), last)
+    else:
+        assert last.message in str(error), (str(error), last)
+
+
+def hold_outcomes(records: list[CallRecord], exchanges: list[Exchange]) -> None:
+    """Every upstream request is an attempt of a record, in order; a status is its outcome."""
+    attempts = [a for r in records for a in r.attempts if a.outcome != "not_ready"]
+    assert [a.source for a in attempts] == [e.source for e in exchanges], (attempts, exchanges)
+    for attempt, exchange in zip(attempts, exchanges, strict=True):
+        status = _STATUS.match(exchange.spec)
+        if status is not None:
+            assert attempt.outcome == status.group(1), (attempt, exchange)
