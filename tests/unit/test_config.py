@@ -138,5 +138,5 @@ def test_a_cache_is_declared_with_a_ttl_and_the_old_switch_says_what_replaced_it
     assert declared is not None and (declared.ttl, declared.when) == (600.0, "temperature0")
     with pytest.raises(ConfigError, match=r"cache\.enabled is gone"):
         parse_config(base + "    cache: {enabled: true}\n")
-    with pytest.raises(ConfigError, match=r"lanes\.a\.cache\.ttl: Field required"):
+    with pytest.raises(ConfigError, match=r"lanes\.a\.cache\.ttl: required, and not given"):
         parse_config(base + "    cache: {when: always}\n")

@@ -11,6 +11,7 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import ValidationError
 
+from laneway.config.describe import describe, dotted, line_of
 from laneway.config.environ import resolve_references
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
@@ -60,7 +61,10 @@ def parse_config(
     try:
         return LanewayConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [_describe(err, node, origin) for err in exc.errors()]
+        lines = [
+            f"  {origin}:{line}: {text}" if line else f"  {origin}: {text}"
+            for line, text in describe(exc.errors(), LanewayConfig, node, data)
+        ]
         # Not chained: pydantic's own text quotes each bad value, and a key
         # pasted under a wrong name would reach every traceback that way.
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
@@ -72,10 +76,10 @@ def _resolved(
     missing: list[str] = []
 
     def unresolved(loc: tuple[Any, ...], reference: str) -> None:
-        line = _line_of(node, loc)
+        line = line_of(node, loc)
         place = f"{origin}:{line}" if line else origin
         name = reference.removeprefix("os.environ/").strip("${}")
-        missing.append(f"  {place}: {_dotted(loc)}: {reference}: {name} is not set or is empty")
+        missing.append(f"  {place}: {dotted(loc)}: {reference}: {name} is not set or is empty")
 
     resolved = resolve_references(data, environ, unresolved)
     if missing:
@@ -91,45 +95,3 @@ def _yaml_error(exc: yaml.YAMLError, origin: str) -> str:
     if exc.context is None or exc.context_mark is None:
         return where
     return f"{where} ({exc.context} that began on line {exc.context_mark.line + 1})"
-
-
-def _describe(err: Mapping[str, Any], node: yaml.Node | None, origin: str) -> str:
-    loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
-    where = _dotted(loc)
-    line = _line_of(node, loc)
-    place = f"{origin}:{line}" if line else origin
-    if err["type"] == "extra_forbidden":
-        return f"  {place}: {where}: unknown key"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return f"  {place}: {where or '(top level)'}: {message}"
-
-
-def _is_union_tag(part: object) -> bool:
-    return isinstance(part, str) and ("[" in part or part in ("int", "str", "float"))
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line where ``loc`` stands in the YAML, as near as it exists."""
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            found = next((kv for kv in node.value if kv[0].value == part), None)
-            if found is None:
-                break
-            line = found[0].start_mark.line + 1
-            node = found[1]
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line

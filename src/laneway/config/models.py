@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from laneway.config.describe import FieldError, Loc, did_you_mean
 from laneway.core.failures import REJECTION_STATUSES, FailureKind, parse_retry_class
 from laneway.core.units import parse_duration, parse_size
 
@@ -309,24 +310,26 @@ def _expand_lane(name: str, lane: object, deployments: Mapping[str, object]) -> 
     if not isinstance(lane, dict) or not isinstance(lane.get("sources"), list):
         return lane
     sources = [
-        _expand_source(f"lanes.{name}.sources[{i}]", s, deployments)
+        _expand_source(("lanes", name, "sources", i), s, deployments)
         for i, s in enumerate(lane["sources"])
     ]
     return {**lane, "sources": sources}
 
 
-def _expand_source(where: str, source: object, deployments: Mapping[str, object]) -> object:
+def _expand_source(where: Loc, source: object, deployments: Mapping[str, object]) -> object:
     if not isinstance(source, dict) or "deployment" not in source:
         return source
     named = source["deployment"]
     deployment = deployments.get(named) if isinstance(named, str) else None
     if not isinstance(deployment, dict):
-        raise ValueError(f"{where}: names unknown deployment {named!r}")
+        known = did_you_mean(str(named), map(str, deployments))
+        raise FieldError((*where, "deployment"), f"names unknown deployment {named!r}{known}")
     extra = sorted(str(key) for key in source if key not in LANE_SOURCE_KEYS)
     if extra:
-        raise ValueError(
-            f"{where}: {', '.join(extra)} belong(s) to deployment {named!r}; a lane naming "
-            "a deployment sets only priority, weight and name"
+        raise FieldError(
+            (*where, extra[0]),
+            f"{', '.join(extra)} belong(s) to deployment {named!r}; a lane naming "
+            "a deployment sets only priority, weight and name",
         )
     return {**deployment, "name": named, **source}
 
@@ -435,9 +438,11 @@ class LaneConfig(Strict):
             )
         for code in self.retry_on:
             if isinstance(code, int) and code in REJECTION_STATUSES:
-                raise ValueError(f"retry_on: {code} is a rejection; rejections are never retried")
+                raise FieldError(
+                    ("retry_on",), f"{code} is a rejection; rejections are never retried"
+                )
             if isinstance(code, int) and not 100 <= code <= 599:
-                raise ValueError(f"retry_on: {code} is not an HTTP status")
+                raise FieldError(("retry_on",), f"{code} is not an HTTP status")
         if self.kind == "embed" and (self.first_byte_timeout or self.idle_timeout):
             raise ValueError("first_byte_timeout and idle_timeout apply to chat lanes only")
         if self.kind == "chat" and self.dimensions is not None:
@@ -639,35 +644,48 @@ class LanewayConfig(Strict):
 
     @model_validator(mode="after")
     def _quota_groups_exist(self) -> LanewayConfig:
-        named = [(f"deployments.{n}", d.quota_group) for n, d in self.deployments.items()]
+        named: list[tuple[Loc, str | None]] = [
+            (("deployments", n), d.quota_group) for n, d in self.deployments.items()
+        ]
         for lane_name, lane in self.lanes.items():
-            named += [(f"lanes.{lane_name}", s.quota_group) for s in lane.sources]
+            named += [
+                (("lanes", lane_name, "sources", i), s.quota_group)
+                for i, s in enumerate(lane.sources)
+            ]
         for where, group in named:
             if group is not None and group not in self.quota_groups:
-                raise ValueError(f"{where}: names unknown quota group {group!r}")
+                known = did_you_mean(group, self.quota_groups)
+                raise FieldError(
+                    (*where, "quota_group"), f"names unknown quota group {group!r}{known}"
+                )
         return self
 
     @model_validator(mode="after")
     def _keys_name_lanes(self) -> LanewayConfig:
-        for key in self.server.keys:
-            for lane in key.lanes:
+        for i, key in enumerate(self.server.keys):
+            for j, lane in enumerate(key.lanes):
                 if lane != "*" and lane not in self.lanes:
-                    raise ValueError(f"server.keys[{key.name}] names unknown lane {lane!r}")
+                    known = did_you_mean(lane, self.lanes)
+                    raise FieldError(
+                        ("server", "keys", i, "lanes", j),
+                        f"key {key.name} names unknown lane {lane!r}{known}",
+                    )
         return self
 
     @model_validator(mode="after")
     def _fallbacks_name_lanes(self) -> LanewayConfig:
         for name, lane in self.lanes.items():
-            for other in lane.fallback_lanes:
-                where = f"lanes.{name}.fallback_lanes"
+            for i, other in enumerate(lane.fallback_lanes):
+                where = ("lanes", name, "fallback_lanes", i)
                 if other not in self.lanes:
-                    raise ValueError(f"{where}: names unknown lane {other!r}")
+                    known = did_you_mean(other, self.lanes)
+                    raise FieldError(where, f"names unknown lane {other!r}{known}")
                 if self.lanes[other].kind != lane.kind:
-                    raise ValueError(
-                        f"{where}: {other} is a {self.lanes[other].kind} lane, not {lane.kind}"
+                    raise FieldError(
+                        where, f"{other} is a {self.lanes[other].kind} lane, not {lane.kind}"
                     )
-            if name in lane.fallback_lanes:
-                raise ValueError(f"lanes.{name}.fallback_lanes: a lane cannot fall back to itself")
+                if other == name:
+                    raise FieldError(where, "a lane cannot fall back to itself")
         return self
 
     def fallback_chain(self, lane: str) -> list[str]:
@@ -689,9 +707,10 @@ class LanewayConfig(Strict):
     def _aliases_name_lanes(self) -> LanewayConfig:
         for alias, lane in self.aliases.items():
             if alias in self.lanes:
-                raise ValueError(f"aliases.{alias}: a lane already has this name")
+                raise FieldError(("aliases", alias), "a lane already has this name")
             if lane not in self.lanes:
-                raise ValueError(f"aliases.{alias}: names unknown lane {lane!r}")
+                known = did_you_mean(lane, self.lanes)
+                raise FieldError(("aliases", alias), f"names unknown lane {lane!r}{known}")
         return self
 
     def lane_of(self, model: str) -> str:
