@@ -104,13 +104,34 @@ def test_settings_laneway_has_are_carried() -> None:
     assert out.complete, out.gaps
 
 
-def test_env_references_are_kept_never_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_references_are_kept_never_resolved(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fails before the fix: env-referenced Redis and database URLs were dropped as gaps."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
-    out = translate(minimal(api_key="os.environ/OPENAI_API_KEY"))
-    assert out.config["deployments"]["m"]["api_key"] == "os.environ/OPENAI_API_KEY"
-    redis = {**minimal(), "router_settings": {"redis_host": "os.environ/REDIS_HOST"}}
-    gaps = " ".join(translate(redis).gaps)
-    assert "${REDIS_HOST}" in gaps and "state" in gaps
+    monkeypatch.setenv("REDIS_HOST", "redis.internal")
+    cache_from_env = {"type": "redis", "url": "os.environ/CACHE_URL"}
+    data = {
+        **minimal(api_key="os.environ/OPENAI_API_KEY", api_base="os.environ/OPENAI_BASE"),
+        "router_settings": {"redis_host": "os.environ/REDIS_HOST", "redis_port": 6379},
+        "general_settings": {"database_url": "os.environ/DATABASE_URL"},
+        "litellm_settings": {"cache": True, "cache_params": cache_from_env},
+    }
+    out = translate(data)
+    deployment = out.config["deployments"]["m"]
+    assert (deployment["api_key"], deployment["base_url"]) == (
+        "os.environ/OPENAI_API_KEY",
+        "os.environ/OPENAI_BASE",
+    )
+    assert out.config["state"] == {"url": "redis://${REDIS_HOST}:6379"}
+    assert out.config["telemetry"] == {"url": "os.environ/DATABASE_URL"}
+    assert out.config["cache"] == {"url": "os.environ/CACHE_URL"}
+    assert out.complete, out.gaps
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["import", "litellm", str(path)]) == 0  # OPENAI_BASE and the rest unset here
+    written = capsys.readouterr().out
+    assert "os.environ/OPENAI_BASE" in written and "redis.internal" not in written
 
 
 def test_context_window_fallbacks_move_only_context_length_refusals() -> None:

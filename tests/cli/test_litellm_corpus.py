@@ -77,7 +77,7 @@ def test_each_import_checks_clean(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = (CORPUS / name / "laneway.yaml").read_text()
-    for variable, value in _environ(text).items():
+    for variable, value in {**_environ(text), **imported(name).placeholders}.items():
         monkeypatch.setenv(variable, value)
     path = tmp_path / "laneway.yaml"
     path.write_text(text)

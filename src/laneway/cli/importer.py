@@ -52,7 +52,7 @@ def main(argv: Sequence[str]) -> int:
     translation = translate(data)
     text = render_translation(translation, args.config)
     try:
-        parse_config(text, origin="(imported)")
+        parse_config(text, origin="(imported)", environ=translation.placeholders)
     except ConfigError as exc:
         print(f"error: the translation does not load: {exc}", file=sys.stderr)
         return UNREADABLE

@@ -9,7 +9,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from laneway.migrate.litellm.shared import Translation, as_int, as_number, is_ref
+from laneway.migrate.litellm.shared import (
+    PLACEHOLDER_HOST,
+    Translation,
+    as_int,
+    as_number,
+    is_ref,
+    referenced,
+)
 
 PROVIDERS: dict[str, tuple[str, str | None]] = {
     "openai": ("openai", "https://api.openai.com/v1"),
@@ -185,12 +192,9 @@ def _base_url(prefix: str, params: Mapping[str, Any], where: str, out: Translati
     if base_url is None:
         out.gaps.append(f"{where}.litellm_params.api_base: {prefix} needs one; left out")
         return None
-    if is_ref(base_url):
-        out.gaps.append(
-            f"{where}.litellm_params.api_base: {base_url}: laneway reads no env reference in "
-            "a URL setting yet; write the URL as base_url; this deployment is left out"
-        )
-        return None
+    referenced(base_url, out, f"http://{PLACEHOLDER_HOST}:1")
+    if prefix in OLLAMA and is_ref(base_url):
+        return "${" + str(base_url).removeprefix("os.environ/") + "}/v1"
     if prefix in OLLAMA:
         return f"{str(base_url).rstrip('/')}/v1"
     return str(base_url)

@@ -10,7 +10,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from laneway.migrate.litellm.shared import Translation, as_number, is_ref
+from laneway.migrate.litellm.shared import (
+    PLACEHOLDER_HOST,
+    Translation,
+    as_number,
+    is_ref,
+    referenced,
+)
 
 UNSET_CACHE_TTL = 3600.0
 """The ttl written for a LiteLLM cache that sets none (laneway's cache requires one)."""
@@ -59,45 +65,45 @@ def router_rest(router: Mapping[str, Any], out: Translation) -> None:
             "router_settings.enable_pre_call_checks: laneway moves a context-length refusal to "
             "a source with a larger context_window (from model_info.max_input_tokens)"
         )
-    url = redis_url(router, "redis_")
+    url = redis_url(router, "redis_", out)
     if url is not None:
         out.config["state"] = {"url": url}
-    elif any(router.get(f"redis_{k}") for k in ("url", "host")):
-        out.gaps.append(
-            "router_settings.redis_*: env references; laneway's state.url takes no reference "
-            f"yet: set state: {{url: {redis_form(router, 'redis_')}}} by hand"
-        )
     known = ROUTER_LANE_KEYS | {"routing_strategy", "enable_pre_call_checks"}
     known |= {"redis_host", "redis_port", "redis_password", "redis_url"}
     for key in sorted(set(router) - known):
         out.gaps.append(f"router_settings.{key}: no laneway equivalent; not carried")
 
 
-def redis_url(settings: Mapping[str, Any], prefix: str) -> str | None:
-    """A literal ``redis://`` URL from ``url`` or ``host``/``port``/``password``, or ``None``."""
+def redis_url(settings: Mapping[str, Any], prefix: str, out: Translation) -> str | None:
+    """A ``redis://`` URL from ``url`` or ``host``/``port``/``password``, or ``None``.
+
+    References stay references: a whole ``os.environ/NAME`` URL as written, and
+    parts as ``${NAME}`` inside the URL (laneway resolves both at load).
+    """
     url = settings.get(f"{prefix}url")
     if isinstance(url, str):
-        return None if is_ref(url) else url
+        referenced(url, out, f"redis://{PLACEHOLDER_HOST}:6379")
+        return url
     host, port, password = (settings.get(f"{prefix}{k}") for k in ("host", "port", "password"))
-    if not host or any(is_ref(p) for p in (host, port, password)):
+    if not host:
         return None
-    auth = f":{password}@" if password else ""
-    return f"redis://{auth}{host}:{port or 6379}"
+    referenced(host, out, PLACEHOLDER_HOST)
+    referenced(port, out, "6379")
+    referenced(password, out, "placeholder")
+    if is_ref(password):
+        _note_once(out, "redis password from the environment: it must be URL-safe (%-encode it)")
+    auth = f":{_embedded(password)}@" if password else ""
+    return f"redis://{auth}{_embedded(host)}:{_embedded(port or 6379)}"
 
 
-def redis_form(settings: Mapping[str, Any], prefix: str) -> str:
-    """The URL to write by hand, each reference as ``${NAME}``."""
-    url = settings.get(f"{prefix}url")
-    if isinstance(url, str):
-        return _shell(url)
-    host, port, password = (settings.get(f"{prefix}{k}") for k in ("host", "port", "password"))
-    auth = f":{_shell(password)}@" if password else ""
-    return f"redis://{auth}{_shell(host)}:{_shell(port or 6379)}"
+def _embedded(value: object) -> str:
+    """A part of a URL: an ``os.environ/NAME`` reference as laneway's ``${NAME}``."""
+    return re.sub(r"^os\.environ/(\w+)$", r"${\1}", str(value))
 
 
-def _shell(value: object) -> str:
-    text = str(value)
-    return re.sub(r"^os\.environ/(\w+)$", r"${\1}", text)
+def _note_once(out: Translation, note: str) -> None:
+    if note not in out.header:
+        out.header.append(note)
 
 
 def litellm_rest(lite: Mapping[str, Any], out: Translation) -> None:
@@ -168,12 +174,8 @@ def general(general: Mapping[str, Any], out: Translation) -> None:
     for key, value in general.items():
         if key == "master_key":
             out.config.setdefault("server", {})["keys"] = [{"name": "master", "key": value}]
-        elif key == "database_url" and is_ref(value):
-            out.gaps.append(
-                f"general_settings.database_url: {value}: laneway reads no env reference in a "
-                "URL setting yet; write telemetry: {url: postgresql://...} by hand"
-            )
-        elif key == "database_url" and _postgres(value):
+        elif key == "database_url" and (is_ref(value) or _postgres(value)):
+            referenced(value, out, f"postgresql://{PLACEHOLDER_HOST}/litellm")
             out.config["telemetry"] = {"url": value}
             out.header.append(
                 "general_settings.database_url: laneway's call records (telemetry.url); "
@@ -222,15 +224,11 @@ def cache(lite: Mapping[str, Any], lanes: Mapping[str, Any], out: Translation) -
     if kind == "local":
         out.config["cache"] = {"url": ":memory:"}
     elif kind == "redis":
-        url = redis_url(params, "")
-        if url is not None:
-            out.config["cache"] = {"url": url}
-        else:
-            out.gaps.append(
-                "litellm_settings.cache_params: env references; laneway's cache.url takes no "
-                f"reference yet: set cache: {{url: {redis_form(params, '')}}} by hand "
-                "(until then the cache is a SQLite file beside laneway.yaml)"
-            )
+        url = redis_url(params, "", out)
+        if url is None:
+            out.gaps.append("litellm_settings.cache_params: type redis names no host or url")
+            return
+        out.config["cache"] = {"url": url}
     elif kind != "disk":
         out.gaps.append(f"litellm_settings.cache_params.type: {kind}: no laneway cache store")
         return

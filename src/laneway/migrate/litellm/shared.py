@@ -31,6 +31,9 @@ class Translation:
     complete only when this is empty."""
     header: list[str] = field(default_factory=list)
     """What applies to the whole file: shared lane notes and carried settings."""
+    placeholders: dict[str, str] = field(default_factory=dict)
+    """A value of the right shape for each variable a URL setting references: the output is
+    validated with these (never with the environment), since a URL's form is checked."""
     seen: set[str] = field(default_factory=set)
     """Every LiteLLM key read, dotted (``router_settings.timeout``), for the corpus report."""
 
@@ -79,6 +82,16 @@ def as_number(value: object) -> float | None:
 def as_int(value: object) -> int | None:
     """An int, or ``None`` (booleans are no ints here)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+PLACEHOLDER_HOST = "127.0.0.1"
+
+
+def referenced(value: object, out: Translation, placeholder: str) -> None:
+    """Note ``placeholder`` for the variable ``value`` references (a whole ``os.environ/NAME``)."""
+    match = ENV_REF.match(value) if isinstance(value, str) else None
+    if match is not None:
+        out.placeholders[match.group(1)] = placeholder
 
 
 def is_ref(value: object) -> bool:
