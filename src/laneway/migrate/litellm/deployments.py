@@ -222,7 +222,7 @@ def _info(
         )
     key = params.get("api_key")
     if key is not None and not is_ref(key):
-        out.header.append(f"{where}: api_key is a literal in the file; prefer os.environ/NAME")
+        out.literal_keys.append(where.removeprefix("model_list[").removesuffix("]"))
     for name in sorted(set(info) & MODEL_INFO_INERT):
         _once(out, f"model_info.{name}: informational in LiteLLM (display, health checks)")
     for name in sorted(set(info) - MODEL_INFO - MODEL_INFO_INERT):

@@ -34,6 +34,8 @@ class Translation:
     placeholders: dict[str, str] = field(default_factory=dict)
     """A value of the right shape for each variable a URL setting references: the output is
     validated with these (never with the environment), since a URL's form is checked."""
+    literal_keys: list[str] = field(default_factory=list)
+    """Deployments whose ``api_key`` is written in the file (one header note names them)."""
     seen: set[str] = field(default_factory=set)
     """Every LiteLLM key read, dotted (``router_settings.timeout``), for the corpus report."""
 

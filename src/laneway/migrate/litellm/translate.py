@@ -56,6 +56,11 @@ def translate(data: Mapping[str, Any]) -> Translation:
     settings.litellm_rest(lite, out)
     settings.top_rest(data, out)
     settings.cache(lite, built, out)
+    if out.literal_keys:
+        out.header.append(
+            f"api_key is a literal in the file for {', '.join(out.literal_keys)}; "
+            "prefer os.environ/NAME"
+        )
     _share_notes(out)
     return out
 
