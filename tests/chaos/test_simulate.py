@@ -118,11 +118,11 @@ EXPECTED_ROWS = [
     [
         "1 throttle",
         "120",
-        "64.2%",
+        "63.3%",
         "0.00",
         "1.00",
-        "18.50 s",
-        "30.00 s",
+        "17.00 s",
+        "29.75 s",
         "0",
         "429s < 2% of upstream calls after 30 s: met (0.0%)",
     ],
@@ -164,7 +164,7 @@ EXPECTED_ROWS = [
     ],
     [""],
     ["notes:"],
-    ["1 throttle: failed calls: deadline_exceeded 43"],
+    ["1 throttle: failed calls: deadline_exceeded 44"],
     ["4 recovery: failed calls: upstream_error 6"],
 ]
 """The virtual run's table below its header, cell by cell (cells are split on runs of spaces)."""

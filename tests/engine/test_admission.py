@@ -85,19 +85,6 @@ async def test_over_tpm_a_call_waits_for_settlement_instead_of_failing(vsim: Vir
 
 
 @in_virtual_time
-async def test_a_quota_wait_is_bounded_by_the_deadline(vsim: VirtualSim) -> None:
-    spec = unique_spec("ok")
-    async with laneway(vsim, source(vsim, spec, "a", rpm=1), deadline="400ms") as lw:
-        await lw.chat("lane", MESSAGES)
-        began = vsim.clock.now()
-        with pytest.raises(DeadlineExceeded, match="waiting for quota") as err:
-            await lw.chat("lane", MESSAGES)
-        assert vsim.clock.now() - began == pytest.approx(0.4)
-    assert err.value.attempts == ()
-    assert vsim.hits(spec) == 1
-
-
-@in_virtual_time
 async def test_a_cancelled_attempt_releases_its_reservation(vsim: VirtualSim) -> None:
     spec = unique_spec("sleep=0.4")
     async with laneway(vsim, source(vsim, spec, "a", rpm=1), deadline="3s") as lw:

@@ -93,5 +93,5 @@ async def test_a_quota_wait_is_bounded_by_the_deadline(sim: RunningSim) -> None:
         began = time.monotonic()
         with pytest.raises(DeadlineExceeded, match="waiting for quota"):
             await lw.chat("lane", MESSAGES, deadline=0.3)
-    assert 0.3 <= time.monotonic() - began < 0.3 + LOADED
+    assert 0.05 <= time.monotonic() - began < 0.3 + LOADED, "waits its room, 300 less 250 ms"
     assert await sim_hits(sim, spec) == 1

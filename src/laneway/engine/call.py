@@ -40,11 +40,13 @@ from laneway.engine.verdicts import (
     pushback_refused,
     source_pushed_back,
     stalled,
+    unfit_reason,
+    wait_unfit,
 )
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import used_tokens
 from laneway.policy.retry import Decision, GiveUp, Move, Pushback, Retry
-from laneway.policy.waits import BACKOFF, PUSHBACK, Wait
+from laneway.policy.waits import BACKOFF, PUSHBACK, Wait, capped, fits, room
 from laneway.state.base import SourceStore
 
 T = TypeVar("T")
@@ -200,26 +202,34 @@ class CallLoop:
                 return decision
             if isinstance(decision, NoSource):
                 raise self._no_source(lane, deadline, state, decision)
-            self._refuse_unfit_pushback(lane, deadline, state, decision)
+            remaining = deadline.remaining(self.clock.now())
+            if not fits(decision, remaining, lane.policy.min_attempt):
+                raise self._unfit(lane, deadline, state, decision)
             state.waiting = decision.reason
             began = self.clock.now()
-            await self.admission.wait(lane, decision)
+            await self.admission.wait(
+                lane, capped(decision, room(remaining, lane.policy.min_attempt))
+            )
             if decision.reason != BACKOFF:
                 state.queue_wait += self.clock.now() - began
 
-    def _refuse_unfit_pushback(
-        self, lane: Lane, deadline: Deadline, state: CallState, wait: Wait
-    ) -> None:
-        """Fail at once when the call would wait for a Retry-After that ends past its deadline."""
-        if wait.reason != PUSHBACK or wait.source is None:
-            return
+    def _unfit(self, lane: Lane, deadline: Deadline, state: CallState, wait: Wait) -> CallFailed:
+        """The error for a wait that cannot fit in what is left of the deadline, raised at once.
+
+        A Retry-After mark names its source and when it is ready; after an
+        upstream failure the call ends on that failure, the unfit wait as
+        its reason; with no failure, on the wait itself.
+        """
         now = self.clock.now()
-        if wait.seconds + lane.policy.min_attempt <= deadline.remaining(now):
-            return
-        elapsed = now - state.start
-        raise source_pushed_back(
-            lane, tuple(state.attempts), elapsed, deadline.budget, wait, self.clock.wall()
-        )
+        elapsed, attempts = now - state.start, tuple(state.attempts)
+        if wait.reason == PUSHBACK and wait.source is not None:
+            wall = self.clock.wall()
+            return source_pushed_back(lane, attempts, elapsed, deadline.budget, wait, wall)
+        left = deadline.remaining(now)
+        if state.last_failure is not None:
+            reason = unfit_reason(wait, left)
+            return call_failed(lane, attempts, elapsed, deadline.budget, state.last_failure, reason)
+        return wait_unfit(lane, attempts, elapsed, deadline.budget, wait, left)
 
     async def _bounded(
         self, attempt: AttemptFn[T], source: Source, lane: Lane, deadline: Deadline, now: float

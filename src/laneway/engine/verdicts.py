@@ -109,6 +109,31 @@ def stalled(
     return Stalled(message, **_facts(lane, attempts, elapsed, budget))
 
 
+def unfit_reason(wait: Wait, left: float) -> str:
+    """Why a call stopped rather than wait: the wait, and what is left of its deadline."""
+    length = "until a slot frees" if math.isinf(wait.seconds) else format_duration(wait.seconds)
+    return (
+        f"waiting for {wait.reason} ({length}) would not fit in the "
+        f"{format_duration(max(left, 0.0))} left before the deadline"
+    )
+
+
+def wait_unfit(
+    lane: Lane,
+    attempts: tuple[Attempt, ...],
+    elapsed: float,
+    budget: float,
+    wait: Wait,
+    left: float,
+) -> DeadlineExceeded:
+    """No attempt failed, and the wait a gate asks for cannot fit: the call ends at once."""
+    message = (
+        f"lane {lane.name}: {unfit_reason(wait, left)} of {format_duration(budget)}; "
+        f"{len(attempts)} attempt(s) made"
+    )
+    return DeadlineExceeded(message, **_facts(lane, attempts, elapsed, budget))
+
+
 SPENT_BUDGET = 0.0005
 """A call budget below this (it would read "0ms") was spent before it began."""
 

@@ -141,22 +141,34 @@ def plan(candidates: Sequence[Candidate], turns: Turns, health: HealthPolicy) ->
         else:
             tries.append(Try(candidate.name, probe=isinstance(candidate.gate, Probe)))
     panic = panic_choice(candidates)
-    if panic is not None:
+    if panic is not None and panic.revisit is not None:
+        waits.append(panic.revisit)
+    elif panic is not None:
         tries.append(Try(panic.name, panic=True))
     return Plan(tuple(tries), tuple(waits))
 
 
 def panic_choice(candidates: Sequence[Candidate]) -> Candidate | None:
-    """The least recently failed source, when no breaker of the lane is closed."""
+    """The source to try anyway when no breaker of the lane is closed.
+
+    The least recently failed of those no local gate blocks. One this call
+    waits to revisit (its backoff after an error status) stays the choice:
+    the call waits out that backoff, never the breaker's cooldown, so a lone
+    failing source keeps answering with its own failure.
+    """
     for candidate in candidates:
         if isinstance(candidate.gate, Admit):
             return None
-    if not candidates:
-        return None
-    free = [c for c in candidates if c.blocked is None and c.revisit is None]
+    free = [c for c in candidates if c.blocked is None]
     if not free:
         return None
-    return min(free, key=lambda c: -math.inf if c.last_failure is None else c.last_failure)
+    return min(free, key=_panic_rank)
+
+
+def _panic_rank(candidate: Candidate) -> tuple[bool, float]:
+    """Sources free now before those the call waits to revisit, then least recently failed."""
+    last = -math.inf if candidate.last_failure is None else candidate.last_failure
+    return candidate.revisit is not None, last
 
 
 @dataclass(frozen=True, slots=True)

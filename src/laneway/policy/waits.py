@@ -12,6 +12,10 @@ PUSHBACK = "pushback"
 """The reason of a wait for a source's Retry-After to end."""
 BACKOFF = "backoff"
 """The reason of a call's wait before going back to a source that failed."""
+RELEASABLE = frozenset({"quota", "probe", "concurrency"})
+"""The reasons of waits that a release can end early (a settled reservation, a freed
+probe lease or slot): the state store's ``QUOTA`` and ``PROBE``, the pacer's
+``CONCURRENCY_FULL``. Every other wait (breaker, pushback, backoff) is a timer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +57,23 @@ def capped(wait: Wait, seconds: float) -> Wait:
     if seconds >= wait.seconds:
         return wait
     return Wait(max(seconds, 0.0), wait.reason, wait.source)
+
+
+def room(remaining: float, min_attempt: float) -> float:
+    """How long a call may still wait: what is left of its deadline less one shortest attempt."""
+    return remaining - min_attempt
+
+
+def fits(wait: Wait, remaining: float, min_attempt: float) -> bool:
+    """Whether a call with ``remaining`` seconds can make ``wait`` and still attempt after it.
+
+    The one rule of every local gate (breaker, probe lease, quota, concurrency,
+    Retry-After marks, backoff): no wait fits once that room is spent; a timer
+    (breaker, pushback, backoff) that ends later than the room does not fit,
+    so the call ends at once. A wait that a release can end early
+    (``RELEASABLE``) fits while room is left, and is made for at most that room.
+    """
+    left = room(remaining, min_attempt)
+    if left <= 0:
+        return False
+    return wait.reason in RELEASABLE or wait.seconds <= left
