@@ -95,3 +95,15 @@ def test_no_raw_pydantic_wording(setting: str, expected: str) -> None:
     (line,) = errors("lanes:\n  a:\n    sources: [" + SOURCE + "]\n" + setting + "\n")
     assert line.endswith(expected)
     assert "should" not in line and "Input" not in line
+
+
+def test_a_deployments_own_rule_is_said_once_at_the_deployment() -> None:
+    text = (
+        "deployments:\n  d: {base_url: 'http://127.0.0.1:1/v1', model: m, max_tokens: 5}\n"
+        "lanes:\n"
+        "  a:\n    sources: [{deployment: d}]\n"
+        "  b:\n    sources: [{deployment: d}]\n"
+    )
+    assert errors(text) == [
+        "  laneway.yaml:2: deployments.d: max_tokens applies to anthropic sources only"
+    ]

@@ -114,7 +114,7 @@ def _located(err: Mapping[str, Any], root: type[BaseModel]) -> tuple[Loc, str]:
 
 def _at_deployment(loc: Loc, data: Any) -> Loc:
     """A lane source's field that is its deployment's, located at the deployment."""
-    if len(loc) < 5 or loc[0] != "lanes" or loc[2] != "sources" or not isinstance(loc[3], int):
+    if len(loc) < 4 or loc[0] != "lanes" or loc[2] != "sources" or not isinstance(loc[3], int):
         return loc
     try:
         source = data["lanes"][loc[1]]["sources"][loc[3]]
@@ -122,7 +122,7 @@ def _at_deployment(loc: Loc, data: Any) -> Loc:
         return loc
     if not isinstance(source, dict) or not isinstance(source.get("deployment"), str):
         return loc
-    if loc[4] in ("deployment", "name", "priority", "weight"):
+    if loc[4:5] in (("deployment",), ("name",), ("priority",), ("weight",)):
         return loc
     return ("deployments", source["deployment"], *loc[4:])
 
