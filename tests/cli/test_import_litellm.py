@@ -10,7 +10,7 @@ import yaml
 
 from laneway.cli.main import main
 from laneway.config import parse_config
-from laneway.migrate.litellm import Translation, translate
+from laneway.migrate.litellm import Translation, deployments, translate
 
 HERE = Path(__file__).with_name("litellm")
 EXAMPLE = Path(__file__).parents[2] / "examples" / "litellm"
@@ -296,3 +296,19 @@ def test_an_unreadable_config_is_exit_2(tmp_path: Path) -> None:
     path.write_text("- not a mapping\n")
     assert main(["import", "litellm", str(path)]) == 2
     assert main(["import", "litellm", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_litellms_model_map_gives_mode_provider_and_vector_size_where_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    known = {"acme-vectors": {"mode": "embedding", "litellm_provider": "openai"}}
+    monkeypatch.setattr(deployments, "model_map", lambda: known)
+    entry = {"model": "acme-vectors"}
+    info = {"output_vector_size": 256}
+    data = {"model_list": [{"model_name": "v", "litellm_params": entry, "model_info": info}]}
+    out = translate(data)
+    assert out.config["deployments"]["v"]["provider"] == "openai"
+    assert (out.config["lanes"]["v"]["kind"], out.config["lanes"]["v"]["dimensions"]) == (
+        "embed",
+        256,
+    )
