@@ -104,3 +104,11 @@ def test_a_stream_continuation_counts_the_lanes_whole_policy_again(
     lane = f"    retries: 2\n    retry_on: [503]\n    continue_on_cut: {mode}\n"
     out = checked(tmp_path, capsys, lane, f"accepts_prefill: {prefill}")
     assert f"requests x: at most {bound} = " in out
+
+
+def test_check_says_its_bound_holds_under_sdk_default_retries(tmp_path, capsys) -> None:
+    """Issue 23 defect 2: the bound is what a caller on its SDK's defaults gets."""
+    out = checked(tmp_path, capsys, "    retries: 1\n    retry_on: [500]\n", "priority: 1")
+    assert "requests x: at most 2 = 1 attempt + 1 retry" in out
+    assert "requests under an SDK's default retries: the same" in out
+    assert "x-should-retry: false" in out

@@ -231,6 +231,13 @@ def expressiveness_warnings(lane: Lane) -> list[str]:
     return out
 
 
+SDK_DEFAULTS = (
+    "requests under an SDK's default retries: the same (failed answers say "
+    "x-should-retry: false once a lane called an upstream or spent its deadline)"
+)
+"""What ``check``'s bounds mean for a caller on SDK defaults (``laneway.policy.spent``)."""
+
+
 def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list[str]]:
     """The table and the warnings for every lane, then for every unset variable."""
     reports = [lane_report(n, lane, environ) for n, lane in config.lanes.items()]
@@ -238,6 +245,7 @@ def render(config: LanewayConfig, environ: Mapping[str, str]) -> tuple[str, list
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines += [note for r in reports for note in r.notes]
+    lines += [SDK_DEFAULTS] if reports else []
     lines += deployment_lines(config) + alias_lines(config)
     chains = [chain_report(config, name) for name in config.lanes]
     lines += [line for line, _ in chains if line] + readiness_lines(config, environ)

@@ -16,22 +16,20 @@ from typing import Any
 
 import orjson
 
+from laneway.core.answers import UPSTREAM_AUTH_STATUSES, answer_status
 from laneway.core.errors import (
     AttemptFailure,
     CallFailed,
-    DeadlineExceeded,
     LaneNotReady,
     LanewayError,
     PushbackRefused,
     RequestInvalid,
     RequestTooLarge,
-    ResponseTooLarge,
-    Stalled,
     UnknownLane,
-    UpstreamFailed,
     UpstreamRejected,
 )
-from laneway.core.failures import PUSHBACK_STATUSES, FailureKind
+from laneway.core.failures import PUSHBACK_STATUSES
+from laneway.policy.spent import budget_spent
 from laneway.server.asgi import Headers, Reply
 
 _TYPES = {
@@ -42,7 +40,10 @@ _TYPES = {
     413: "invalid_request_error",
     429: "rate_limit_error",
 }
-_UPSTREAM_AUTH_STATUSES = (401, 403)
+NO_RETRY = (b"x-should-retry", b"false")
+"""Tells the OpenAI and Anthropic SDKs not to retry (``laneway.policy.spent``): sent on every
+failed call whose lane spent its budget, and on an internal error (it may have called an
+upstream)."""
 
 
 class Refused(Exception):
@@ -79,7 +80,7 @@ def internal_error_reply(lane: str, request_id: str) -> Reply:
         "error": _error(message, 500, "internal_error"),
         "laneway": {"lane": lane or None, "request_id": request_id},
     }
-    return Reply(500, orjson.dumps(body), call_headers(lane, None, 0))
+    return Reply(500, orjson.dumps(body), [*call_headers(lane, None, 0), NO_RETRY])
 
 
 def sse_error(exc: Exception, lane: str) -> bytes:
@@ -124,7 +125,7 @@ def _error(message: str, status: int, code: str, param: str | None = None) -> di
 
 
 def _call_failed(exc: CallFailed) -> tuple[int, dict[str, Any], Headers]:
-    status = _call_status(exc)
+    status = answer_status(exc)
     laneway = {
         "lane": exc.lane,
         "attempts": [attempt.as_dict() for attempt in exc.attempts],
@@ -136,29 +137,12 @@ def _call_failed(exc: CallFailed) -> tuple[int, dict[str, Any], Headers]:
         message, code = _message_and_code(exc)
         body = {"error": _error(message, status, code)}
     headers = call_headers(exc.lane, exc.source, len(exc.attempts))
+    if budget_spent(exc):
+        headers.append(NO_RETRY)
     wait = _retry_after(exc)
     if wait is not None and status in PUSHBACK_STATUSES:
         headers.append((b"retry-after", str(math.ceil(wait)).encode()))
     return status, {**body, "laneway": laneway}, headers
-
-
-def _call_status(exc: CallFailed) -> int:
-    """The status for a failed call: the upstream's where it is the caller's business."""
-    last = exc.attempts[-1] if exc.attempts else None
-    if isinstance(exc, DeadlineExceeded | Stalled):
-        return 504
-    if isinstance(exc, PushbackRefused):
-        return exc.status if exc.status in PUSHBACK_STATUSES else 503
-    if isinstance(exc, UpstreamRejected):
-        return 502 if exc.status in _UPSTREAM_AUTH_STATUSES else exc.status or 400
-    if isinstance(exc, ResponseTooLarge):
-        return 502  # the upstream answered, too much: the message names max_response_bytes
-    if isinstance(exc, UpstreamFailed) and last is not None:
-        if last.status is not None and last.outcome == str(last.status):
-            return last.status
-        if last.outcome == FailureKind.TIMEOUT:
-            return 504
-    return 502
 
 
 def _upstream_body(exc: CallFailed, status: int) -> dict[str, Any] | None:
@@ -172,7 +156,7 @@ def _upstream_body(exc: CallFailed, status: int) -> dict[str, Any] | None:
 
 
 def _message_and_code(exc: CallFailed) -> tuple[str, str]:
-    if isinstance(exc, UpstreamRejected) and exc.status in _UPSTREAM_AUTH_STATUSES:
+    if isinstance(exc, UpstreamRejected) and exc.status in UPSTREAM_AUTH_STATUSES:
         message = (
             f"lane {exc.lane}: source {exc.source} refused laneway's own credentials "
             f"({exc.status}); check that source's api_key"
