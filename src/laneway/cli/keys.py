@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from laneway.cli.helptext import summary
 from laneway.cli.spend import SpendUnreadable, key_names, read_spend, render_cost
 from laneway.config.load import load_config
 from laneway.config.models import KeyConfig
@@ -48,7 +49,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="laneway keys", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="laneway keys", description=summary(__doc__))
     parser.add_argument("path", nargs="?", help="the config (default: laneway.yaml)")
     parser.add_argument("--config", help="the config (the same as the positional path)")
     return parser

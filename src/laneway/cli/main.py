@@ -36,9 +36,39 @@ compiled extension is C++ and maps libstdc++ (~1 MiB resident), for lists aiohtt
 builds once (its tracing signals) and a gateway never touches per request."""
 
 
+BROKEN_PIPE = 141
+"""The status when stdout's reader went away (``laneway spend --json | head``): 128 + SIGPIPE."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a subcommand; returns the process exit status."""
+    """Run a subcommand; returns the process exit status.
+
+    A reader that closes stdout early ends the command quietly with
+    ``BROKEN_PIPE``, not a ``BrokenPipeError`` traceback: stdout is pointed at
+    ``/dev/null`` so the interpreter's last flush does not fail again.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _run(args)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+
+
+def version() -> str:
+    """The installed laneway's version."""
+    from importlib.metadata import version as installed
+
+    return installed("laneway")
+
+
+def _run(args: list[str]) -> int:
+    if args[:1] in (["--version"], ["-V"]):
+        print(f"laneway {version()}")
+        return 0
     if args[:1] == ["sim"]:
         from laneway.sim import main as sim_main
 
@@ -74,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="laneway", description="LLM lanes with enforced policies."
     )
+    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
     check_cmd = sub.add_parser("check", help="validate a config and show each lane's policy")
     check_cmd.add_argument("path", nargs="?", help=f"the config (default: {DEFAULT_CONFIG})")

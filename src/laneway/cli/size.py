@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from laneway.app import open_transport
+from laneway.cli.helptext import summary
 from laneway.config.load import load_config
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
@@ -64,7 +65,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="laneway size", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="laneway size", description=summary(__doc__))
     parser.add_argument("lane", nargs="?", help="the lane (every lane with --check)")
     parser.add_argument("--config", default="laneway.yaml")
     parser.add_argument("--since", default="7d", help="telemetry window, e.g. 24h, 7d (default)")

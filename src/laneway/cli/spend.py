@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from laneway.cli.helptext import summary
 from laneway.config.load import load_config
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
@@ -100,7 +101,7 @@ def spend_json(rows: Sequence[SpendRow], by: str, names: Mapping[str, str]) -> l
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="laneway spend", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="laneway spend", description=summary(__doc__))
     parser.add_argument("--config", default="laneway.yaml")
     parser.add_argument(
         "--since", default="24h", help="how far back, e.g. 30m, 12h, 1d, 7d (default 24h)"
