@@ -63,6 +63,7 @@ def demo(
     """``laneway serve --demo`` from the venv: the process, its banner, its environment."""
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
     env.pop("VIRTUAL_ENV", None)
+    env.pop("UV", None)  # the wheel installed in a venv, not run under uv
     proc = subprocess.Popen(
         [venv / "bin" / "laneway", "serve", "--demo", "--port", "0"],
         stdout=subprocess.PIPE,

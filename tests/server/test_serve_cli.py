@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import socket
@@ -45,7 +46,7 @@ def laneway_serve(
     )
     try:
         banner = read_banner(proc)
-        url = banner.split()[2].removesuffix("/v1")
+        url = banner.split("laneway serve: ", 1)[1].split()[0].removesuffix("/v1")
         assert url.startswith("http://127.0.0.1:")
         yield proc, url, banner
     finally:
@@ -68,7 +69,7 @@ def read_banner(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout
-        while b"\nready;" not in output:
+        while b"laneway.serve: ready;" not in output:
             assert selector.select(deadline - time.monotonic()), f"no banner: {output!r}"
             chunk = os.read(fd, 65536)
             assert chunk, f"laneway serve exited: {output!r}"
@@ -156,6 +157,9 @@ def test_sigterm_drains_calls_in_flight(sim, tmp_path) -> None:
         status, answer = pending.result(timeout=10)
         assert status == 200 and answer["model"] == "m"
         assert proc.wait(timeout=10) == -signal.SIGTERM
+        assert proc.stdout is not None
+        assert f"INFO laneway.serve: laneway serve: stopped ({url})" in proc.stdout.read().decode()
+    assert all(re.match(r"^\d{4}-\d\d-\d\d \d\d:", line) for line in banner.splitlines())
 
 
 def refuses_connections(url: str) -> bool:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable
 from typing import Any
 
@@ -127,3 +130,21 @@ async def test_an_n_out_of_bounds_is_a_400_before_any_answer_is_written(sim: Run
 async def test_an_n_within_bounds_writes_that_many_answers(sim: RunningSim) -> None:
     status, _, body = await post(sim, unique_spec(""), {"messages": HELLO, "n": 128})
     assert status == 200 and len(orjson.loads(body)["choices"]) == 128
+
+
+def test_laneway_sim_says_where_it_listens_and_when_it_stops() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "laneway", "sim", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("laneway sim: listening on http://127.0.0.1:")
+        assert "/v1beta for gemini" in first
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert "laneway sim: stopping" in out

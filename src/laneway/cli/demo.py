@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
+import sys
 import tempfile
+from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -43,8 +47,26 @@ def write_demo_config(sim_url: str, folder: Path | None = None) -> Path:
     return path
 
 
-def demo_examples(url: str, config: Path) -> str:
-    """Commands to try against a demo gateway at ``url`` serving ``config``."""
+def runners(environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """How to run ``python`` and ``laneway`` from the shell that started this demo.
+
+    Under ``uv run`` (which sets ``UV``) the project's environment is not on
+    the shell's PATH: ``uv run python``, ``uv run laneway``. When the
+    ``laneway`` on PATH is this one: plain ``python`` and ``laneway``.
+    Otherwise this interpreter by its path, and ``-m laneway``.
+    """
+    if "UV" in environ:
+        return "uv run python", "uv run laneway"
+    here = Path(sys.executable).parent
+    found = shutil.which("laneway", path=environ.get("PATH"))
+    if found is not None and Path(found).parent == here:
+        return "python", "laneway"
+    return sys.executable, f"{sys.executable} -m laneway"
+
+
+def demo_examples(url: str, config: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """Commands to try against a demo gateway at ``url`` serving ``config``, runnable as printed."""
+    python, laneway = runners(environ)
     hi = [{"role": "user", "content": "hi"}]
     sdk = (
         f'c = OpenAI(base_url="{url}/v1", api_key="demo"); '
@@ -67,8 +89,8 @@ def demo_examples(url: str, config: Path) -> str:
             f"  curl -s {url}/readyz",
             f"  curl -s {url}/metrics | grep laneway_requests",
             "  # with the OpenAI SDK (pip install openai):",
-            f"  python -c 'from openai import OpenAI; {sdk}'",
-            f"  laneway spend --config {config}   # telemetry is flushed every second",
+            f"  {python} -c 'from openai import OpenAI; {sdk}'",
+            f"  {laneway} spend --config {config}   # telemetry is flushed every second",
         ]
     )
 

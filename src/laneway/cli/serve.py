@@ -47,7 +47,7 @@ from laneway.server.access_log import LogFormat
 from laneway.server.prompt import PromptServer
 from laneway.server.protocol import ConnectionLimits, LimitedConfig
 from laneway.server.reload import ReloadingGateway
-from laneway.server.run import connection_limits, log_config
+from laneway.server.run import LOG_FORMAT, connection_limits, log_config
 from laneway.telemetry import SqliteTelemetryStore, store_for_url
 from laneway.tracing.setup import check_tracing, describe_tracing
 
@@ -203,7 +203,13 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         return 1
     served.started(url, args.workers)
 
+    said = False
+
     def clean_up() -> None:
+        nonlocal said
+        if not said:
+            said = True
+            print(stamped(f"laneway serve: stopped ({url})"), flush=True)
         served.stopped()
         if pidfile is not None:
             pidfile.unlink(missing_ok=True)
@@ -212,12 +218,30 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     where = config_dir(path)
     text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
     *lines, ready = text.splitlines()
-    print("\n".join([*lines, served.describe(), ready]), flush=True)
+    print(stamped("\n".join([*lines, served.describe(), ready])), flush=True)
     try:
         _run(settings, sock, served)
     finally:
         clean_up()
     return 0
+
+
+def stamped(text: str) -> str:
+    """``text``'s lines, each starting with its time as every log line does (``LOG_FORMAT``).
+
+    The demo's commands to paste (the indented lines under ``try:``) are left bare.
+    """
+    formatter = logging.Formatter(LOG_FORMAT)
+    out: list[str] = []
+    pasting = False
+    for line in text.splitlines():
+        pasting = (pasting and line.startswith("  ")) or line == "try:"
+        if pasting and line != "try:":
+            out.append(line)
+            continue
+        record = logging.LogRecord(log.name, logging.INFO, "", 0, line, None, None)
+        out.append(formatter.format(record))
+    return "\n".join(out)
 
 
 def _refusal(args: argparse.Namespace, bind: Bind, loaded: LoadedConfig) -> str | None:

@@ -55,7 +55,24 @@ class _SimServer(uvicorn.Server):
     return quietly instead of being cancelled.
     """
 
+    announce = False
+    """Whether to print where it listens once it does, and when it stops (the CLI's sim)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Listen; from the CLI, say where, with the roots of each wire format."""
+        await super().startup(sockets)
+        if self.announce and self.started:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            root = f"http://{host}:{port}/b/<spec>"
+            print(
+                f"laneway sim: listening on http://{host}:{port} (base_url for a source: "
+                f"{root}/v1 for openai and anthropic, {root}/v1beta for gemini); Ctrl-C stops",
+                flush=True,
+            )
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.announce:
+            print("laneway sim: stopping", flush=True)
         loop = asyncio.get_running_loop()
         hang_up = loop.call_later(DROP_CONNECTIONS_AFTER_SECONDS, self._hang_up)
         try:
@@ -68,7 +85,7 @@ class _SimServer(uvicorn.Server):
             connection.transport.close()
 
 
-def _server(host: str, port: int) -> uvicorn.Server:
+def _server(host: str, port: int) -> _SimServer:
     config = uvicorn.Config(
         create_app(),
         host=host,
@@ -85,8 +102,10 @@ def _server(host: str, port: int) -> uvicorn.Server:
 
 
 def serve(host: str, port: int) -> None:
-    """Serve a fresh sim on `host:port` until interrupted."""
-    _server(host, port).run()
+    """Serve a fresh sim on `host:port` until interrupted, saying where it listens."""
+    server = _server(host, port)
+    server.announce = True
+    server.run()
 
 
 class RunningSim:
