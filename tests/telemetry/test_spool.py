@@ -246,4 +246,5 @@ async def test_a_spool_that_cannot_be_written_drops_and_says_so(tmp_path, caplog
         await wait_for(lambda: len(store.rows) == 1)
         stats = await w.aclose()
     assert (stats.dropped, stats.written, store.ids()) == (12, 1, ["r0012"])
-    assert "cannot be used" in caplog.text
+    assert "cannot be written" in caplog.text
+    assert "is full" not in caplog.text  # it once said "is full (268435456 bytes)" here

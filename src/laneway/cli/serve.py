@@ -38,6 +38,7 @@ from laneway.cli.loaded import (
 )
 from laneway.cli.rundir import StatusFile, run_dir, write_pidfile
 from laneway.cli.served import Served, worker_gateway
+from laneway.cli.writable import unwritable
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration
@@ -251,7 +252,8 @@ def _refusal(args: argparse.Namespace, bind: Bind, loaded: LoadedConfig) -> str 
         check_config(loaded, bind)
     except ConfigError as exc:
         return str(exc)
-    return None
+    problems = unwritable(loaded.config, config_dir(loaded.path))
+    return "\n".join(problems) if problems else None
 
 
 def bind_problem(host: str, port: int) -> str | None:

@@ -287,16 +287,20 @@ class TelemetryWriter:
     def _spool_failed(self, exc: OSError) -> None:
         if not self._spool_broken:
             assert self.spool is not None
-            log.warning("telemetry spool %s cannot be used: %r", self.spool.path, exc)
+            log.error(
+                "telemetry spool %s cannot be written (%s): rows it should keep are dropped",
+                self.spool.path,
+                exc.strerror or exc,
+            )
             self._spool_broken = True
 
     async def _to_spool(self, batches: list[Batch]) -> None:
         assert self.spool is not None
         dropped = await self._spool_io(self.spool.append, batches)
-        if dropped is None:
-            dropped = sum(len(rows) for _, rows in batches)
-        else:
-            self._spool_broken = False
+        if dropped is None:  # the file system refused it: said by _spool_failed, not "full"
+            self.stats.dropped += sum(len(rows) for _, rows in batches)
+            return
+        self._spool_broken = False
         if dropped:
             self.stats.dropped += dropped
             if not self._spool_full:
