@@ -11,7 +11,7 @@ from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.failures import SET_ASIDE
 from laneway.core.units import format_duration
-from laneway.engine.lane import Lane, retry_policy, worst_case
+from laneway.engine.lane import Lane, hedging, retry_policy, worst_case
 from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, WalkTime, failing_walk
@@ -164,10 +164,23 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
         format_duration(worst),
     ]
     notes = [f"requests {name}: at most {bound.total} = {bound.describe()}"]
+    notes += hedge_notes(name, lane, bound.once)
     if len(lane.sources) > 1 and policy.most_retries():
         walks = failing_walks(lane, policy)
         notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
     return LaneReport(name, row, _warnings(name, lane, environ, worst), notes)
+
+
+def hedge_notes(name: str, lane: LaneConfig, once: int) -> list[str]:
+    """The lane's hedge, its request bound (each attempt may start one) and worst case."""
+    limits = hedging(lane)
+    if limits is None:
+        return []
+    worst = retry_policy(lane).worst_case(lane.per_attempt + limits.limits.cap, lane.deadline)
+    return [
+        f"hedge {name}: {limits.limits.describe()}; at most {2 * once} = {once} attempts + "
+        f"{once} hedges; worst case {format_duration(worst)}"
+    ]
 
 
 def _retry_on(lane: LaneConfig) -> str:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from laneway.config.describe import FieldError, Loc, did_you_mean
+from laneway.config.hedging import HedgeConfig
 from laneway.core.failures import REJECTION_STATUSES, FailureKind, parse_retry_class
 from laneway.core.units import parse_duration, parse_size
 
@@ -423,6 +424,8 @@ class LaneConfig(Strict):
     """The whole embeddings answer, estimated before any upstream call when the vector
     length is known (the lane's ``dimensions`` or the request's); more is a 413."""
     cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
+    hedge: HedgeConfig | None = None
+    """A second attempt on another source when the first has no answer ``after`` its start."""
     fallback_lanes: list[str] = Field(default_factory=list)
     """Lanes tried in order when this lane's call fails, each with its own policy, all
     under the caller's one deadline."""
@@ -475,6 +478,14 @@ class LaneConfig(Strict):
                     f"source {source.model}: max_tokens is required on anthropic sources "
                     "(Anthropic refuses calls without one; it applies when the caller gives none)"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _hedge_fits(self) -> LaneConfig:
+        if self.hedge is not None:
+            problem = self.hedge.problem(len(self.sources), self.per_attempt)
+            if problem is not None:
+                raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

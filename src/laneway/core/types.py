@@ -61,13 +61,27 @@ class Usage:
 
 NO_USAGE = Usage()
 
+HEDGE_WON = "hedge_won"
+"""The outcome of a hedge that answered first: the call's answer came from it."""
+HEDGE_LOST = "hedge_lost"
+"""The outcome of a hedge cancelled because the first attempt answered first."""
+CANCELLED = "cancelled"
+"""The outcome of a first attempt cancelled because its hedge answered first."""
+ANSWERED = frozenset({"ok", HEDGE_WON})
+"""Outcomes of the attempt that gave the call its answer."""
+UNJUDGED = frozenset({HEDGE_LOST, CANCELLED})
+"""Outcomes of an attempt cut off by the race it lost: neither a failure nor a success."""
+NOT_FAILED = ANSWERED | UNJUDGED
+"""Every outcome that is not a failure of the source."""
+
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """What one attempt met: the source, the outcome label, and how long it took.
 
     ``outcome`` is ``ok`` or a ``retry_on`` label (``503``, ``timeout``,
-    ``connect``, ``empty``, ``cut``...), or ``not_ready``: no request, one
+    ``connect``, ``empty``, ``cut``...), a hedge race's ``hedge_won``,
+    ``hedge_lost`` or ``cancelled``, or ``not_ready``: no request, one
     problem of a lane skipped for its fallback lanes. ``waited`` is the time from its end
     to the next attempt's start: the backoff or Retry-After before going back
     to the same source, or admission's wait (0 when no attempt followed).

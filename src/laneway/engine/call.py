@@ -23,17 +23,17 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TypeVar, cast
 
 from laneway.core.clock import Clock
 from laneway.core.errors import AttemptFailure, CallFailed, Inexpressible
 from laneway.core.failures import SET_ASIDE, FailureKind
-from laneway.core.types import Attempt, Usage
+from laneway.core.types import CANCELLED, HEDGE_LOST, HEDGE_WON, Attempt
 from laneway.core.units import format_duration
-from laneway.core.values import value
 from laneway.engine.admission import Admitted, CallSources, NoSource, SourceAdmission
-from laneway.engine.lane import Lane, Source
+from laneway.engine.callstate import CallOutcome, CallState, skip, tokens_used
+from laneway.engine.lane import Hedging, Lane, Source
+from laneway.engine.race import Race, RaceEnd
 from laneway.engine.verdicts import (
     call_failed,
     deadline_exceeded,
@@ -44,58 +44,12 @@ from laneway.engine.verdicts import (
     wait_unfit,
 )
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import used_tokens
 from laneway.policy.retry import Decision, GiveUp, Move, Pushback, Retry
 from laneway.policy.waits import BACKOFF, PUSHBACK, Wait, capped, fits, room
 from laneway.state.base import SourceStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]
-"""Failures after which a source is not tried again while another can run."""
-
-
-@dataclass(slots=True)
-class CallState:
-    """What one call has done so far; owned by the loop, read by the caller."""
-
-    start: float
-    attempts: list[Attempt] = field(default_factory=list)
-    sources: CallSources = field(default_factory=CallSources)
-    retries_used: int = 0
-    class_retries: dict[str, int] = field(default_factory=dict)
-    pushbacks_used: int = 0
-    failed_at: float | None = None
-    last_failure: AttemptFailure | None = None
-    in_flight: tuple[str, float] | None = None
-    waiting: str | None = None
-    queue_wait: float = 0.0
-
-    def cut_in_flight(self, now: float) -> None:
-        """Record the attempt the deadline cancelled, if one was running."""
-        if self.in_flight is not None:
-            name, started = self.in_flight
-            self.attempts.append(
-                Attempt(name, FailureKind.DEADLINE.value, now - started, message="cut at deadline")
-            )
-            self.in_flight = None
-
-
-@value
-class CallOutcome(Generic[T]):
-    """A successful call: the result, the source that gave it, and the history.
-
-    ``queue_wait`` is the time spent waiting for admission (quota, concurrency,
-    pushback), not counting backoff sleeps. ``held`` is the successful
-    attempt's admission when the caller asked to finish that attempt itself
-    (``hold=True``): it is then neither settled nor in ``attempts``.
-    """
-
-    result: T
-    source: Source
-    attempts: tuple[Attempt, ...]
-    elapsed: float
-    queue_wait: float = 0.0
-    held: Admitted | None = None
 
 
 class CallLoop:
@@ -124,6 +78,8 @@ class CallLoop:
         """
         start = self.clock.now()
         state = CallState(start=start, sources=CallSources(started=start))
+        if lane.hedging is not None and not hold:
+            lane.hedging.budget.called(start)
         try:
             async with self.clock.deadline(deadline.at):
                 return await self._attempts(lane, deadline, state, attempt, request_tokens, hold)
@@ -151,13 +107,20 @@ class CallLoop:
                 waited = started - state.failed_at
                 state.attempts[-1] = dataclasses.replace(state.attempts[-1], waited=waited)
                 state.failed_at = None
+            if lane.hedging is not None and not hold:
+                done = await self._hedged(
+                    lane, lane.hedging, deadline, state, attempt, admitted, request_tokens
+                )
+                if done is not None:
+                    return done
+                continue
             state.in_flight = (source.name, started)
             try:
                 result = await self._bounded(attempt, source, lane, deadline, started)
             except Inexpressible as refusal:
                 state.in_flight = None
                 await self.admission.release(admitted)
-                _skip(state, source, refusal)
+                skip(state, source, refusal)
                 continue
             except AttemptFailure as failure:
                 state.in_flight = None
@@ -176,10 +139,77 @@ class CallLoop:
                 attempts = tuple(state.attempts)
                 return CallOutcome(result, source, attempts, total, state.queue_wait, admitted)
             elapsed = self.clock.now() - started
-            await self.admission.settle(admitted, None, _tokens_used(result))
+            await self.admission.settle(admitted, None, tokens_used(result))
             state.attempts.append(Attempt(source.name, "ok", elapsed, status=200))
             total = self.clock.now() - state.start
             return CallOutcome(result, source, tuple(state.attempts), total, state.queue_wait)
+
+    async def _hedged(
+        self,
+        lane: Lane,
+        hedging: Hedging,
+        deadline: Deadline,
+        state: CallState,
+        attempt: AttemptFn[T],
+        first: Admitted,
+        request_tokens: int | None,
+    ) -> CallOutcome[T] | None:
+        """One attempt raced by a hedge when it is slow; ``None``: every attempt failed.
+
+        Attempts that end before the race does are settled as they end
+        (``_race_end``); after the last failure the retry policy decides as
+        after any failure, and the race's other failed source is set aside.
+        """
+
+        def bounded(admitted: Admitted) -> Awaitable[T]:
+            return self._bounded(attempt, admitted.source, lane, deadline, admitted.started)
+
+        failed: list[RaceEnd[T]] = []
+
+        async def on_end(ended: RaceEnd[T]) -> None:
+            await self._race_end(state, ended, failed)
+
+        race = Race(
+            self.clock, self.admission, lane, hedging, state, request_tokens, bounded, on_end
+        )
+        won = await race.run(first, deadline.remaining(first.started))
+        if won is not None:
+            await self.admission.settle(won.admitted, None, tokens_used(won.result))
+            outcome = HEDGE_WON if won.hedge else "ok"
+            state.attempts.append(Attempt(won.admitted.source.name, outcome, won.elapsed, 200))
+            hedging.answered.add(won.elapsed)
+            total, result = self.clock.now() - state.start, cast(T, won.result)
+            source = won.admitted.source
+            return CallOutcome(result, source, tuple(state.attempts), total, state.queue_wait)
+        if not failed:
+            return None
+        last = failed[-1]
+        assert last.failure is not None
+        self._decide_next(lane, deadline, state, last.admitted.source, last.failure)
+        for other in failed[:-1]:
+            name = other.admitted.source.name
+            state.sources.set_aside.add(name)
+        return None
+
+    async def _race_end(
+        self, state: CallState, ended: RaceEnd[T], failed: list[RaceEnd[T]]
+    ) -> None:
+        """Settle one attempt of a race that ended before the race did."""
+        admitted, failure = ended.admitted, ended.failure
+        source = admitted.source
+        if isinstance(failure, Inexpressible):
+            await self.admission.release(admitted)
+            skip(state, source, failure)
+        elif failure is not None:
+            failures = state.sources.failures
+            failures[source.name] = failures.get(source.name, 0) + 1
+            await self.admission.settle(admitted, failure, None)
+            self._note_failure(state, admitted.lane, source, failure, ended.elapsed)
+            failed.append(ended)
+        else:
+            await self.admission.abandon(admitted, None)
+            outcome = HEDGE_LOST if ended.hedge else CANCELLED
+            state.attempts.append(Attempt(source.name, outcome, ended.elapsed))
 
     async def _admitted(
         self, lane: Lane, deadline: Deadline, state: CallState, request_tokens: int | None
@@ -256,6 +286,13 @@ class CallLoop:
         elapsed: float,
     ) -> None:
         """Record the failure, then say where and when the call goes next, or raise its verdict."""
+        self._note_failure(state, lane, source, failure, elapsed)
+        self._decide_next(lane, deadline, state, source, failure)
+
+    def _note_failure(
+        self, state: CallState, lane: Lane, source: Source, failure: AttemptFailure, elapsed: float
+    ) -> None:
+        """Record a failed attempt, and its source's Retry-After."""
         state.last_failure = failure
         record = Attempt(
             source.name, failure.label, elapsed, failure.status, message=failure.message
@@ -263,6 +300,17 @@ class CallLoop:
         state.attempts.append(record)
         if failure.retry_after is not None:
             self.admission.push_back(lane, source, failure.retry_after)
+
+    def _decide_next(
+        self,
+        lane: Lane,
+        deadline: Deadline,
+        state: CallState,
+        source: Source,
+        failure: AttemptFailure,
+    ) -> None:
+        """After the failure just recorded: where and when the call goes next, or its verdict."""
+        record = state.attempts[-1]
         decision = self._decide(lane, deadline, state, source, failure)
         if isinstance(decision, GiveUp):
             raise self._verdict(lane, deadline, state, failure, decision)
@@ -344,19 +392,3 @@ class CallLoop:
             wall = self.clock.wall()
             return pushback_refused(lane, attempts, elapsed, budget, failure, verdict, wall)
         return call_failed(lane, attempts, elapsed, budget, failure, verdict.reason)
-
-
-def _skip(state: CallState, source: Source, refusal: Inexpressible) -> None:
-    """Leave out a source that cannot carry the request: no retry spent, nothing sent.
-
-    The source is excluded for this call only and its health is untouched
-    (admission is released, not settled); the skip is listed in ``attempts``.
-    """
-    state.sources.excluded.add(source.name)
-    state.attempts.append(Attempt(source.name, refusal.label, 0.0, message=refusal.message))
-
-
-def _tokens_used(result: object) -> int | None:
-    """The tokens an attempt's result reports (``None``: keep the reservation)."""
-    usage = getattr(result, "usage", None)
-    return used_tokens(usage) if isinstance(usage, Usage) else None

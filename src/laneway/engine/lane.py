@@ -25,6 +25,7 @@ from laneway.core.types import ChatRequest
 from laneway.policy.backoff import Backoff
 from laneway.policy.breaker import BreakerLimits
 from laneway.policy.health import HealthPolicy
+from laneway.policy.hedge import PERCENTILES, AnswerTimes, HedgeBudget, HedgeLimits
 from laneway.policy.pacer import Pacer, PacerLimits
 from laneway.policy.quota import QuotaLimits
 from laneway.policy.retry import RetryPolicy
@@ -135,6 +136,26 @@ class LaneMemory:
 
 
 @dataclass(slots=True)
+class Hedging:
+    """A hedged lane's policy and what it keeps between calls: its budget and answer times."""
+
+    limits: HedgeLimits
+    budget: HedgeBudget
+    answered: AnswerTimes = field(default_factory=AnswerTimes)
+
+
+def hedging(config: LaneConfig) -> Hedging | None:
+    """The lane's hedge as policy objects, or ``None`` when it declares none."""
+    hedge = config.hedge
+    if hedge is None:
+        return None
+    fixed = hedge.after if isinstance(hedge.after, float) else None
+    percentile = None if fixed is not None else PERCENTILES[str(hedge.after)]
+    limits = HedgeLimits(fixed, percentile, hedge.max_share, config.per_attempt)
+    return Hedging(limits, HedgeBudget(hedge.max_share))
+
+
+@dataclass(slots=True)
 class Lane:
     """A named route: sources in priority order and the enforced policies."""
 
@@ -162,6 +183,8 @@ class Lane:
     """The store scope of the sources' states: the lane's name, or ``SHARED_SCOPE``."""
     paced: bool = field(init=False)
     """Whether any source limits its concurrency (AIMD)."""
+    hedging: Hedging | None = field(init=False)
+    """The lane's hedge (``None``: no hedge, and no hedge work on its calls)."""
 
     def __post_init__(self) -> None:
         self.runnable = [source for source in self.sources if source.ready]
@@ -172,6 +195,7 @@ class Lane:
         shared = any(source.config.deployment is not None for source in self.sources)
         self.scope = SHARED_SCOPE if shared else self.name
         self.paced = any(source.pacing is not None for source in self.sources)
+        self.hedging = hedging(self.config)
 
     @property
     def kind(self) -> str:

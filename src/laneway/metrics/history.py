@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from laneway.core.records import CallRecord
+from laneway.core.types import NOT_FAILED
 
 BUCKET_SECONDS = 10
 """Width of one bucket."""
@@ -241,7 +242,7 @@ class History:
             bucket.requests += 1
             counts, index = bucket.latency, latency_bin(attempt.elapsed)
             counts[index] = counts.get(index, 0) + 1
-            if attempt.outcome != "ok":
+            if attempt.outcome not in NOT_FAILED:
                 bucket.errors += 1
                 codes = bucket.error_codes
                 codes[attempt.outcome] = codes.get(attempt.outcome, 0) + 1

@@ -21,7 +21,7 @@ from opentelemetry.trace import TracerProvider as Provider
 from opentelemetry.util.types import AttributeValue
 
 from laneway.core.records import CallRecord
-from laneway.core.types import Attempt, Usage
+from laneway.core.types import NOT_FAILED, Attempt, Usage
 
 OPERATIONS = {"chat": "chat", "embed": "embeddings", "ocr": "ocr"}
 """Lane kind -> ``gen_ai.operation.name``."""
@@ -70,7 +70,7 @@ class SpanObserver:
                 start_time=begun,
                 attributes=attempt_attributes(record, attempt, number),
             )
-            if attempt.outcome != "ok":
+            if attempt.outcome not in NOT_FAILED:
                 child.set_status(Status(StatusCode.ERROR, attempt.message or attempt.outcome))
             child.end(end_time=finished)
             cursor = finished + round(attempt.waited * NS)
@@ -129,7 +129,7 @@ def attempt_attributes(
     }
     if attempt.status is not None:
         out["http.response.status_code"] = attempt.status
-    if attempt.outcome != "ok":
+    if attempt.outcome not in NOT_FAILED:
         out["error.type"] = attempt.outcome
     if attempt.source == record.source and record.provider is not None:
         out.update(provider_attributes(record.provider))
