@@ -37,10 +37,12 @@ from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.app import CallsInFlight
 from laneway.server.health import ConfigId
-from laneway.server.limits import key_limits
+from laneway.server.limits import key_limits, stores_keys
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
+from laneway.server.stored_keys import StoredKeys
 from laneway.state import MemoryStore, SourceStore
+from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
 from laneway.state.keys import KeyLedger
 from laneway.telemetry import TelemetryWriter
 
@@ -144,6 +146,7 @@ class Composer:
         limits = key_limits(config, engine.clock, pricer=process.pricer, ledger=ledger)
         if limits is not None and previous is not None and previous.gateway.limits is not None:
             limits.refusals = previous.gateway.limits.refusals  # counters go on across reloads
+        stored = self._stored_keys(config, engine)
         gateway = Gateway(
             engine,
             environ,
@@ -152,12 +155,17 @@ class Composer:
             limits=limits,
             config_id=config_id,
             calls=self._calls,
+            stored=stored,
         )
+        if stored is not None and previous is not None:  # a reload, in the server's loop
+            stored.start()
         store = engine.loop.admission.store
         cache = _raw_cache(engine)
         uses: list[Closable] = [self.transport, store, cache]
         if limits is not None:
             uses.append(limits.ledger)
+        if stored is not None:
+            uses.append(stored)
         self._process = process
         self.current = Generation(gateway, uses)
         self._kept = _Kept(config, store, cache, None if limits is None else limits.ledger)
@@ -213,6 +221,14 @@ class Composer:
         if kept is None or config.state != kept.config.state:
             return None
         return None if isinstance(kept.store, MemoryStore) else kept.store
+
+    def _stored_keys(self, config: LanewayConfig, engine: Engine) -> StoredKeys | None:
+        """The key store's keys for this config's lanes (``None`` without a key store)."""
+        if not stores_keys(config):
+            return None
+        server = config.server
+        store = open_key_store(server.key_store or DEFAULT_PATH, self.base_dir)
+        return StoredKeys(store, list(engine.lanes), config.aliases, server.key_store_poll)
 
     def _ledger(self, config: LanewayConfig) -> KeyLedger | None:
         """The key ledger in service while ``state:`` is unchanged, so every remaining key's

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -526,7 +527,12 @@ class KeyConfig(Strict):
 
     name: str
     key: SecretField | None = None
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        validation_alias=AliasChoices("sha256", "key_sha256"),
+    )
+    """The key's sha256 hex digest instead of the secret (``sha256:`` or ``key_sha256:``)."""
     lanes: list[str] = Field(default_factory=lambda: ["*"])
     rpm: int | None = Field(default=None, gt=0)
     tpm: int | None = Field(default=None, gt=0)
@@ -549,6 +555,13 @@ class KeyConfig(Strict):
         return self
 
 
+class AdminKeyConfig(Strict):
+    """A credential of the admin API (``/admin``): a name for the audit, and its secret."""
+
+    name: str = Field(min_length=1)
+    key: SecretField
+
+
 class CorsConfig(Strict):
     """Web pages allowed to call the gateway: their origins (``https://app.example``)."""
 
@@ -563,6 +576,14 @@ class ServerConfig(Strict):
     max_request_bytes: Size = 32 * 1024 * 1024
     """Anthropic's own request limit: room for several base64 images in one vision request."""
     keys: list[KeyConfig] = Field(default_factory=list)
+    admin_keys: list[AdminKeyConfig] = Field(default_factory=list)
+    """The admin API's credentials; without any, ``/admin`` is off."""
+    key_store: MaybeNetworkUrl | None = Field(default=None, min_length=1)
+    """Where stored keys live: a SQLite path (relative to the config's folder) or a
+    ``postgresql://`` URL shared by replicas. Unset with ``admin_keys`` given:
+    ``laneway-keys.sqlite3`` beside the config. Unset without them: no stored keys."""
+    key_store_poll: Duration = Field(default=0.5, ge=0.05, le=1.5)
+    """How often each replica reads the store's version: a change reaches it this late."""
     drain_timeout: Duration = 10.0
     deadline_margin: Duration = 0.05
     header_timeout: Duration = Field(default=10.0, gt=0)

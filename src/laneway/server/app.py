@@ -98,6 +98,7 @@ from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
 if TYPE_CHECKING:
+    from laneway.server.stored_keys import StoredKeys
     from laneway.telemetry import TelemetryWriter
 
 TELEMETRY_FLUSH_TIMEOUT = 5.0
@@ -162,8 +163,10 @@ class Gateway:
         limits: KeyLimits | None = None,
         config_id: ConfigId | None = None,
         calls: CallsInFlight | None = None,
+        stored: StoredKeys | None = None,
     ) -> None:
         server = engine.config.server
+        self.stored = stored
         self.engine = engine
         self.metrics = metrics
         self.telemetry = telemetry
@@ -171,7 +174,7 @@ class Gateway:
         self._sharing: asyncio.Task[None] | None = None
         self._limit = server.max_request_bytes
         self._margin = server.deadline_margin
-        self.keys = KeyRing(server.keys, list(engine.lanes), environ, engine.config.aliases)
+        self.keys = KeyRing(server.keys, list(engine.lanes), environ, engine.config.aliases, stored)
         self.limits = limits if limits is not None else key_limits(engine.config, engine.clock)
         if metrics is not None and self.limits is not None:
             metrics.watch_key_refusals(self.limits.refusals)
@@ -304,6 +307,7 @@ class Gateway:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.start()
+                await self.opened()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 try:
@@ -320,7 +324,14 @@ class Gateway:
         if self.metrics is not None and self.metrics.share is not None:
             every = self.engine.config.server.worker_snapshot_interval
             self._sharing = asyncio.create_task(self.metrics.share_snapshots(every))
+        if self.stored is not None:
+            self.stored.start()
         _freeze_startup_heap()
+
+    async def opened(self) -> None:
+        """Wait for the first read of the key store (when there is one; bounded)."""
+        if self.stored is not None:
+            await self.stored.ready()
 
     async def flush(self) -> None:
         """At shutdown: the queued telemetry (bounded), then a last metrics snapshot."""
@@ -472,7 +483,7 @@ class Gateway:
         """The key's limits around one call (see ``server.limits``); free for unlimited keys."""
         if self.limits is None:
             return UNLIMITED
-        return self.limits.call(caller.name, lane, request)
+        return self.limits.call(caller.name, lane, request, caller.limits)
 
     @property
     def in_flight(self) -> int:

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import orjson
 
@@ -23,6 +24,13 @@ from laneway.core.records import CallMeta
 from laneway.server.errors import Refused
 
 _BEARER = b"bearer"
+
+
+class StoredLookup(Protocol):
+    """The key store's keys as this process last read them (``server.stored_keys``)."""
+
+    def caller(self, digest: bytes) -> Caller | None:
+        """The caller whose usable key has sha256 ``digest``, else ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,8 @@ class Caller:
     models_body: bytes
     meta: CallMeta
     aliases: Mapping[str, str] = field(default_factory=dict)
+    limits: KeyConfig | None = None
+    """A stored key's limits (a configured key's are found by its name)."""
 
     def may_use(self, lane: str) -> bool:
         """True when this caller's key permits ``lane``."""
@@ -45,7 +55,10 @@ class Caller:
 
 
 def make_caller(
-    name: str | None, lanes: Sequence[str], aliases: Mapping[str, str] | None = None
+    name: str | None,
+    lanes: Sequence[str],
+    aliases: Mapping[str, str] | None = None,
+    limits: KeyConfig | None = None,
 ) -> Caller:
     """A caller permitted ``lanes`` (and the aliases of those), with its ``GET /v1/models``
     answer rendered once: each alias is listed as such, with ``alias_of`` its lane."""
@@ -53,7 +66,8 @@ def make_caller(
     models: list[dict[str, object]] = [_model(n) for n in lanes]
     models += [{**_model(a), "alias_of": lane} for a, lane in permitted.items()]
     body = orjson.dumps({"object": "list", "data": models})
-    return Caller(name, tuple(lanes), frozenset(lanes), body, CallMeta(caller=name), permitted)
+    meta = CallMeta(caller=name)
+    return Caller(name, tuple(lanes), frozenset(lanes), body, meta, permitted, limits)
 
 
 def model_body(name: str, alias_of: str | None = None) -> bytes:
@@ -75,8 +89,10 @@ class KeyRing:
         lanes: Sequence[str],
         environ: Mapping[str, str],
         aliases: Mapping[str, str] | None = None,
+        stored: StoredLookup | None = None,
     ) -> None:
-        self.open = not keys
+        self.open = not keys and stored is None
+        self.stored = stored
         self.problems: list[str] = []
         self._everyone = make_caller(None, lanes, aliases)
         self._entries: list[tuple[bytes, Caller]] = []
@@ -112,6 +128,8 @@ class KeyRing:
         for known, caller in self._entries:
             if hmac.compare_digest(known, digest):
                 found = caller
+        if found is None and self.stored is not None:
+            found = self.stored.caller(digest)
         if found is None:
             raise Refused(401, "invalid_api_key", "the API key is not valid")
         return found

@@ -117,7 +117,7 @@ class LimitedCall:
     def __init__(
         self,
         limits: KeyLimits | None,
-        key: str,
+        key: KeyConfig | None,
         lane: str,
         request: ChatRequest | EmbedRequest | None,
     ) -> None:
@@ -141,7 +141,7 @@ class LimitedCall:
         return [] if self._hold is None else self._hold.rate_headers()
 
     async def __aenter__(self) -> LimitedCall:
-        if self._limits is not None:
+        if self._limits is not None and self._key is not None:
             self._hold = await self._limits.hold(self._key, self._lane, self._request)
         return self
 
@@ -158,7 +158,7 @@ class LimitedCall:
             await asyncio.shield(settled)
 
 
-UNLIMITED = LimitedCall(None, "", "", None)
+UNLIMITED = LimitedCall(None, None, "", None)
 """The call context of a key without limits: enters and exits at no cost."""
 
 
@@ -195,16 +195,26 @@ class KeyLimits:
         self._tickets = itertools.count()
 
     def call(
-        self, key: str | None, lane: str, request: ChatRequest | EmbedRequest | None
+        self,
+        key: str | None,
+        lane: str,
+        request: ChatRequest | EmbedRequest | None,
+        stored: KeyConfig | None = None,
     ) -> LimitedCall:
-        """The context a call of ``key`` runs in (``UNLIMITED`` for a key without limits)."""
-        if key is None or key not in self.keys:
+        """The context a call of ``key`` runs in (``UNLIMITED`` for a key without limits);
+        ``stored`` is a stored key's limits (``server.stored_keys``), given only when it
+        has some."""
+        config = stored if stored is not None else None if key is None else self.keys.get(key)
+        if config is None:
             return UNLIMITED
-        return LimitedCall(self, key, lane, request)
+        return LimitedCall(self, config, lane, request)
 
-    async def hold(self, key: str, lane: str, request: ChatRequest | EmbedRequest | None) -> Hold:
-        """Reserve one call of ``key`` on ``lane``, or raise ``Refused`` naming the limit."""
-        config = self.keys[key]
+    async def hold(
+        self, config: KeyConfig, lane: str, request: ChatRequest | EmbedRequest | None
+    ) -> Hold:
+        """Reserve one call of ``config``'s key on ``lane``, or raise ``Refused`` naming the
+        limit."""
+        key = config.name
         kind, _ = self.lanes[lane]
         if _budgeted(config) and not config.allow_unpriced:
             unpriced = self.unpriced_sources(lane)
@@ -321,6 +331,11 @@ def unpriced_pairs(
     return pairs
 
 
+def stores_keys(config: LanewayConfig) -> bool:
+    """True when the config has a key store (``server.key_store`` or ``admin_keys``)."""
+    return config.server.key_store is not None or bool(config.server.admin_keys)
+
+
 def _budgeted(key: KeyConfig) -> bool:
     budget = key.budget
     return budget is not None and (budget.daily is not None or budget.monthly is not None)
@@ -373,16 +388,18 @@ def key_limits(
     pricer: Pricer | None = None,
     ledger: KeyLedger | None = None,
 ) -> KeyLimits | None:
-    """The limits of the config's keys; ``None`` when no key has any.
+    """The limits of the config's keys; ``None`` when no key has any and there is no key
+    store (whose keys may have limits).
 
     The figures go to ``ledger``, by default the state store of ``state.url``.
     Prices are resolved here (``Pricer.for_lanes``) when a key has a budget
     and no ``pricer`` was given.
     """
     limited = [key for key in config.server.keys if key.limited]
-    if not limited:
+    stored = stores_keys(config)
+    if not limited and not stored:
         return None
-    if pricer is None and any(_budgeted(key) for key in limited):
+    if pricer is None and (stored or any(_budgeted(key) for key in limited)):
         from laneway.accounting.pricer import Pricer
 
         pricer = Pricer.for_lanes(config.lanes)

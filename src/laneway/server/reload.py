@@ -119,6 +119,7 @@ class ReloadingGateway:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self._starter.start()
+                await self._starter.opened()
                 if self._on_startup is not None:
                     self._on_startup(self)
                 await send({"type": "lifespan.startup.complete"})

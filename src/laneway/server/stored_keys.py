@@ -1,0 +1,157 @@
+"""Stored keys on the request path: the store's keys held in memory, reloaded by version.
+
+Each replica reads the store's version every ``server.key_store_poll``
+seconds and, when it changed, the whole store: a key created, rotated,
+revoked, blocked or edited on one replica answers (or is refused) on every
+other one within that interval plus a read. A lookup is one dict read on
+the secret's sha256 digest, then ``hmac.compare_digest`` on it, and a wall
+clock read only for keys that expire or secrets in a rotation's grace.
+While the store cannot be read, the last keys read go on answering and the
+failure is logged once per outage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from laneway.config.models import BudgetConfig, KeyConfig
+from laneway.server.keys import Caller, make_caller
+from laneway.state.key_records import KeyRecord, Snapshot
+from laneway.state.key_store import KeyStore
+
+log = logging.getLogger("laneway.keys")
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    digest: bytes
+    caller: Caller
+    until: float | None
+    """The earliest of the key's expiry and this secret's grace end (``None``: neither)."""
+
+
+def key_config(record: KeyRecord, digest: str) -> KeyConfig:
+    """The limits of a stored key, in the form the key ledger reads."""
+    limits = record.limits
+    budget = None
+    if limits.budget is not None:
+        daily = limits.budget if limits.period == "day" else None
+        monthly = limits.budget if limits.period == "month" else None
+        budget = BudgetConfig(daily=daily, monthly=monthly)
+    return KeyConfig(
+        name=record.name,
+        sha256=digest,
+        lanes=list(limits.lanes),
+        rpm=limits.rpm,
+        tpm=limits.tpm,
+        max_concurrency=limits.max_concurrency,
+        budget=budget,
+    )
+
+
+class StoredKeys:
+    """The store's usable keys by digest, as of ``version``."""
+
+    def __init__(
+        self,
+        store: KeyStore,
+        lanes: Sequence[str],
+        aliases: Mapping[str, str] | None = None,
+        poll: float = 0.5,
+    ) -> None:
+        self.store = store
+        self.lanes = list(lanes)
+        self.aliases = dict(aliases or {})
+        self.poll = poll
+        self.version = -1
+        self.snapshot: Snapshot | None = None
+        self._by_digest: dict[bytes, _Entry] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._failing = False
+        self._opened = False
+        self._loaded = asyncio.Event()
+
+    def caller(self, digest: bytes) -> Caller | None:
+        """The caller of the usable stored key with sha256 ``digest``."""
+        entry = self._by_digest.get(digest)
+        if entry is None or not hmac.compare_digest(entry.digest, digest):
+            return None
+        if entry.until is not None and time.time() >= entry.until:
+            return None
+        return entry.caller
+
+    def start(self) -> None:
+        """Open the store, read it, then poll its version (in the running loop)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._polling())
+
+    async def ready(self, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout`` s) for the first read of the store."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._loaded.wait()
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.store.close()
+
+    async def refresh(self) -> bool:
+        """Reload when the store's version moved; True when it did."""
+        if not self._opened:
+            await self.store.open()
+            self._opened = True
+        if await self.store.version() == self.version:
+            return False
+        self.load(await self.store.snapshot())
+        return True
+
+    def load(self, snapshot: Snapshot) -> None:
+        """Replace the keys held with ``snapshot``'s."""
+        entries: dict[bytes, _Entry] = {}
+        callers: dict[str, Caller] = {}
+        for digest in snapshot.digests:
+            record = snapshot.keys.get(digest.key_id)
+            if record is None or record.blocked:
+                continue
+            team = snapshot.teams.get(record.team) if record.team else None
+            if team is not None and team.blocked:
+                continue
+            caller = callers.get(record.id) or self._caller(record, digest.sha256)
+            callers[record.id] = caller
+            ends = [t for t in (record.expires_at, digest.valid_until) if t is not None]
+            raw = bytes.fromhex(digest.sha256)
+            entries[raw] = _Entry(raw, caller, min(ends) if ends else None)
+        self._by_digest = entries
+        self.snapshot = snapshot
+        self.version = snapshot.version
+        self._loaded.set()
+
+    def _caller(self, record: KeyRecord, digest: str) -> Caller:
+        config = key_config(record, digest)
+        wanted = record.limits.lanes
+        permitted = self.lanes if "*" in wanted else [n for n in self.lanes if n in wanted]
+        return make_caller(record.name, permitted, self.aliases, config if config.limited else None)
+
+    async def _polling(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except Exception as exc:  # the store is the truth, but its outage is not ours
+                if not self._failing:
+                    log.warning("key store unreadable, serving its keys as last read: %s", exc)
+                self._failing = True
+            else:
+                if self._failing:
+                    log.info("key store readable again (version %d)", self.version)
+                self._failing = False
+            await asyncio.sleep(self.poll)
