@@ -62,7 +62,8 @@ async def test_rotation_grace_and_deletion(store: KeyStore) -> None:
     await store.put_key(
         KeyRecord("k1", "svc", "p"), entry("key.create", "k1"), [Digest("aa" * 32, "k1")]
     )
-    await store.rotate("k1", Digest("bb" * 32, "k1"), 1500.0, entry("key.rotate", "k1"))
+    key = KeyRecord("k1", "svc", "q")
+    await store.rotate(key, Digest("bb" * 32, "k1"), 1500.0, entry("key.rotate", "k1"))
     digests = {d.sha256: d.valid_until for d in (await store.snapshot()).digests}
     assert digests == {"aa" * 32: 1500.0, "bb" * 32: None}
     await store.delete_key("k1", entry("key.delete", "k1"))

@@ -81,7 +81,8 @@ async def test_expired_deleted_and_rotated_out_are_refused(served, store, http) 
     await put(store, KeyRecord("k2", "live", "p"), "sk-lw-live")
     await settled(http, served, "sk-lw-live", 200)
     assert await chat(http, served, "sk-lw-old") == 401
-    await store.rotate("k2", Digest(hash_secret("sk-lw-new"), "k2"), time.time() - 1, AUDIT)
+    new = Digest(hash_secret("sk-lw-new"), "k2")
+    await store.rotate(KeyRecord("k2", "live", "q"), new, time.time() - 1, AUDIT)
     await settled(http, served, "sk-lw-new", 200)
     assert await chat(http, served, "sk-lw-live") == 401
     await store.delete_key("k2", AUDIT)

@@ -21,13 +21,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from laneway.accounting.pricer import Pricer
 from laneway.app import ObserverFactory, assemble, build_engine, open_transport
 from laneway.app.carry import carry_states
 from laneway.cache import CacheStore, GuardedCache
 from laneway.config.models import LanewayConfig
-from laneway.config.secrets import configured_secrets
+from laneway.config.secrets import configured_secrets, secret_patterns
 from laneway.core.clock import Clock
 from laneway.core.records import CallObserver, RecordPricer
 from laneway.core.redact import Redactor, redact_logs
@@ -40,11 +41,13 @@ from laneway.server.health import ConfigId
 from laneway.server.limits import key_limits, stores_keys
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
-from laneway.server.stored_keys import StoredKeys
 from laneway.state import MemoryStore, SourceStore
-from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
 from laneway.state.keys import KeyLedger
 from laneway.telemetry import TelemetryWriter
+
+if TYPE_CHECKING:
+    from laneway.server.admin import AdminApi
+    from laneway.server.stored_keys import StoredKeys
 
 log = logging.getLogger("laneway.serve")
 
@@ -99,6 +102,7 @@ class Composer:
         self.share = share
         self.transport = open_transport()
         self._secrets: set[str] = set()
+        self._patterns: set[str] = set()
         self.current: Generation | None = None
         self._kept: _Kept | None = None
         self._process: _Process | None = None
@@ -147,6 +151,7 @@ class Composer:
         if limits is not None and previous is not None and previous.gateway.limits is not None:
             limits.refusals = previous.gateway.limits.refusals  # counters go on across reloads
         stored = self._stored_keys(config, engine)
+        admin = None if stored is None else self._admin(config, environ, stored)
         gateway = Gateway(
             engine,
             environ,
@@ -156,6 +161,7 @@ class Composer:
             config_id=config_id,
             calls=self._calls,
             stored=stored,
+            admin=admin,
         )
         if stored is not None and previous is not None:  # a reload, in the server's loop
             stored.start()
@@ -166,6 +172,8 @@ class Composer:
             uses.append(limits.ledger)
         if stored is not None:
             uses.append(stored)
+        if admin is not None:
+            uses.append(admin)
         self._process = process
         self.current = Generation(gateway, uses)
         self._kept = _Kept(config, store, cache, None if limits is None else limits.ledger)
@@ -211,7 +219,8 @@ class Composer:
         """The redactor of every secret any config of this process held (calls of an old
         config may still be running, and their rows still queued)."""
         self._secrets.update(configured_secrets(config, environ))
-        redactor = Redactor(self._secrets)
+        self._patterns.update(secret_patterns(config))
+        redactor = Redactor(self._secrets, sorted(self._patterns))
         redact_logs(redactor)
         return redactor
 
@@ -226,9 +235,25 @@ class Composer:
         """The key store's keys for this config's lanes (``None`` without a key store)."""
         if not stores_keys(config):
             return None
+        from laneway.server.stored_keys import StoredKeys
+        from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
+
         server = config.server
         store = open_key_store(server.key_store or DEFAULT_PATH, self.base_dir)
         return StoredKeys(store, list(engine.lanes), config.aliases, server.key_store_poll)
+
+    def _admin(
+        self, config: LanewayConfig, environ: Mapping[str, str], stored: StoredKeys
+    ) -> AdminApi | None:
+        """The admin API (``None`` without ``server.admin_keys``)."""
+        if not config.server.admin_keys:
+            return None
+        from laneway.server.admin import admin_api
+        from laneway.telemetry.factory import store_for_url
+
+        telemetry = store_for_url(config.telemetry.url, self.base_dir)
+        names = [key.name for key in config.server.keys]
+        return admin_api(config.server.admin_keys, environ, stored, names, telemetry)
 
     def _ledger(self, config: LanewayConfig) -> KeyLedger | None:
         """The key ledger in service while ``state:`` is unchanged, so every remaining key's

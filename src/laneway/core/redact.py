@@ -26,15 +26,20 @@ from typing import Any
 from urllib.parse import quote
 
 REDACTED = "[redacted]"
+STORED_KEY_PATTERN = r"sk-lw-[A-Za-z0-9_-]{43}"
+"""What a stored key's secret looks like (``laneway.state.key_records.new_secret``): laneway
+keeps only its digest, so it is redacted by its shape wherever a caller pastes one."""
 MIN_SECRET_LENGTH = 4
 
 
 class Redactor:
-    """Replaces each secret of ``secrets`` (in any of its forms) by ``[redacted]``."""
+    """Replaces each secret of ``secrets`` (in any of its forms) by ``[redacted]``, and
+    whatever matches one of ``patterns`` (regular expressions of secrets laneway made and
+    does not keep: stored keys' ``sk-lw-...``)."""
 
     __slots__ = ("_bytes", "_text")
 
-    def __init__(self, secrets: Iterable[str]) -> None:
+    def __init__(self, secrets: Iterable[str], patterns: Iterable[str] = ()) -> None:
         forms = sorted(
             {
                 form
@@ -45,8 +50,10 @@ class Redactor:
             key=len,
             reverse=True,
         )
-        self._text = re.compile("|".join(map(re.escape, forms))) if forms else None
-        self._bytes = re.compile(b"|".join(re.escape(f.encode()) for f in forms)) if forms else None
+        alternatives = [*patterns, *map(re.escape, forms)]
+        joined = "|".join(alternatives)
+        self._text = re.compile(joined) if alternatives else None
+        self._bytes = re.compile(joined.encode()) if alternatives else None
 
     @property
     def active(self) -> bool:

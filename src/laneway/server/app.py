@@ -41,7 +41,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -98,6 +98,7 @@ from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 
 if TYPE_CHECKING:
+    from laneway.server.admin import AdminApi
     from laneway.server.stored_keys import StoredKeys
     from laneway.telemetry import TelemetryWriter
 
@@ -164,9 +165,11 @@ class Gateway:
         config_id: ConfigId | None = None,
         calls: CallsInFlight | None = None,
         stored: StoredKeys | None = None,
+        admin: AdminApi | None = None,
     ) -> None:
         server = engine.config.server
         self.stored = stored
+        self.admin = admin
         self.engine = engine
         self.metrics = metrics
         self.telemetry = telemetry
@@ -237,6 +240,9 @@ class Gateway:
                 return
             if origin is not None:
                 exchange.send = self.browsers.with_cors(tagged, origin)
+            if self.admin is not None and scope["path"].startswith("/admin"):
+                await self._send(exchange, await self._admin(scope, exchange))
+                return
             await self._route(scope)(exchange)
         except ClientGone:
             return
@@ -244,6 +250,17 @@ class Gateway:
             await self._send(exchange, self._redacted(exchange.dialect.error(exc, exchange.lane)))
         except Exception:
             await self._crashed(scope, exchange, started)
+
+    async def _admin(self, scope: Scope, ex: Exchange) -> Reply:
+        """An ``/admin`` request (``server.admin``), its body read when it has one."""
+        from laneway.server.admin import AdminRequest
+
+        assert self.admin is not None
+        method: str = scope["method"]
+        body = await self._json(ex) if method in ("POST", "PATCH") else None
+        client = scope.get("client") or ("-", 0)
+        request = AdminRequest(method, ex.path, ex.query, ex.headers, body, str(client[0]))
+        return await self.admin.answer(replace(request, request_id=ex.request_id))
 
     async def _crashed(self, scope: Scope, ex: Exchange, started: CallClock) -> None:
         """Answer an unexpected exception: a log line, a record, a 500 in the endpoint's shape.

@@ -107,24 +107,29 @@ class KeyStore:
         self, key: KeyRecord, entry: AuditEntry, digests: Sequence[Digest] = ()
     ) -> None:
         """Insert or replace ``key`` (and add ``digests``), audited as ``entry``."""
+        statements = [self._key_upsert(key), *(self._digest_insert(d) for d in digests)]
+        await self._change(statements, entry)
+
+    async def rotate(
+        self, key: KeyRecord, new: Digest, grace_until: float, entry: AuditEntry
+    ) -> None:
+        """Store ``key`` (its new prefix) and add ``new``; the key's older digests stay valid
+        until ``grace_until``."""
+        expire = (
+            f"UPDATE {self.t['digests']} SET valid_until = ? WHERE key_id = ? AND "
+            "(valid_until IS NULL OR valid_until > ?)",
+            (grace_until, key.id, grace_until),
+        )
+        await self._change([self._key_upsert(key), expire, self._digest_insert(new)], entry)
+
+    def _key_upsert(self, key: KeyRecord) -> Statement:
         row = _key_row(key)
         marks = ", ".join("?" * len(row))
         sql = (
             f"INSERT INTO {self.t['keys']} ({_KEY_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) "
             f"DO UPDATE SET {_updates(_KEY_COLUMNS)}"
         )
-        statements: list[Statement] = [(sql, row)]
-        statements += [self._digest_insert(d) for d in digests]
-        await self._change(statements, entry)
-
-    async def rotate(self, key_id: str, new: Digest, grace_until: float, entry: AuditEntry) -> None:
-        """Add ``new``; the key's older digests stay valid until ``grace_until``."""
-        expire = (
-            f"UPDATE {self.t['digests']} SET valid_until = ? WHERE key_id = ? AND "
-            "(valid_until IS NULL OR valid_until > ?)",
-            (grace_until, key_id, grace_until),
-        )
-        await self._change([expire, self._digest_insert(new)], entry)
+        return (sql, row)
 
     async def delete_key(self, key_id: str, entry: AuditEntry) -> None:
         """Remove the key and its digests: its secrets authenticate no one."""
