@@ -16,6 +16,7 @@ from pathlib import Path
 
 from laneway.cli.helptext import summary
 from laneway.cli.spend import SpendUnreadable, key_names, read_spend, render_cost
+from laneway.cli.stored_keys import KEY_COMMANDS
 from laneway.config.load import load_config
 from laneway.config.models import KeyConfig
 from laneway.core.errors import ConfigError
@@ -25,7 +26,12 @@ HEADER = ["key", "stored as", "lanes", "limits", "spend today"]
 
 
 def main(argv: Sequence[str]) -> int:
-    """Print the key table; non-zero when the config cannot be read."""
+    """Print the key table; non-zero when the config cannot be read. ``create``, ``list``,
+    ``revoke`` and ``rotate`` work on stored keys (``laneway.cli.stored_keys``)."""
+    if any(a in KEY_COMMANDS or a.startswith("--admin") for a in argv):
+        from laneway.cli.stored_keys import main as stored_main
+
+        return stored_main(argv)
     ns = _parser().parse_args(argv)
     path = Path(ns.config or ns.path or "laneway.yaml")
     try:

@@ -24,6 +24,7 @@ COMMANDS = {
     "spend": "laneway.cli.spend",
     "reload": "laneway.cli.reload",
     "keys": "laneway.cli.keys",
+    "teams": "laneway.cli.teams",
     "probe": "laneway.cli.probe",
     "size": "laneway.cli.size",
     "batch": "laneway.cli.batch",
@@ -119,7 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="serve the lanes as an OpenAI-compatible API (--help)")
     sub.add_parser("reload", help="check the config and have the running server load it (--help)")
     sub.add_parser("spend", help="calls, tokens and cost from telemetry (--help)")
-    sub.add_parser("keys", help="the configured keys: lanes, limits, spend today (--help)")
+    sub.add_parser(
+        "keys", help="the keys: lanes, limits, spend; create|list|revoke|rotate stored ones"
+    )
+    sub.add_parser("teams", help="stored keys' teams: create|list|delete (--help)")
     sub.add_parser("probe", help="one live call on a lane, reported in full (--help)")
     sub.add_parser("batch", help="embed a corpus or run a prompt set on a lane (--help)")
     sub.add_parser("import", help="translate a LiteLLM proxy config to laneway.yaml (--help)")

@@ -17,7 +17,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
@@ -39,8 +39,8 @@ from laneway.server.admin_render import (
     audit_json,
     iso_time,
     key_json,
-    key_names,
     spend_rows,
+    stored_key_names,
     team_json,
 )
 from laneway.server.asgi import Reply
@@ -62,6 +62,12 @@ log = logging.getLogger("laneway.admin")
 SpendQuery = Callable[[float, str], Awaitable[list[SpendRow]]]
 
 
+class Authenticator(Protocol):
+    """Who an admin request comes from (``AdminAuth``), or ``AdminInvalid``."""
+
+    def admin(self, headers: Mapping[bytes, bytes], peer: str, route: str) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AdminRequest:
     """One admin request as the gateway read it."""
@@ -80,7 +86,7 @@ class AdminApi:
 
     def __init__(
         self,
-        auth: AdminAuth,
+        auth: Authenticator,
         stored: StoredKeys,
         reserved: Sequence[str],
         spend: SpendQuery | None = None,
@@ -277,7 +283,7 @@ class AdminApi:
         """USD spent by each stored key's name: carried spend plus recorded calls."""
         spent = {k.name: k.spend for k in snap.keys.values()}
         if self.spend is not None:
-            names = key_names(snap)
+            names = stored_key_names(snap)
             for row in await self.spend(0.0, "key"):
                 name = names.get(row.group or "")
                 if name is not None:

@@ -70,7 +70,7 @@ def audit_json(entry: AuditEntry) -> dict[str, Any]:
     }
 
 
-def key_names(snap: Snapshot, others: Iterable[str] = ()) -> dict[str, str]:
+def stored_key_names(snap: Snapshot, others: Iterable[str] = ()) -> dict[str, str]:
     """Key names by the hash telemetry records a caller as (``caller_hash``)."""
     names = [*(k.name for k in snap.keys.values()), *others]
     return {caller_hash(name): name for name in names}
@@ -81,7 +81,7 @@ def spend_rows(
 ) -> list[dict[str, Any]]:
     """Recorded spend grouped ``by`` key (its name where known: ``others`` are the config's
     keys), team (keys' rows summed by their team) or lane."""
-    names = key_names(snap, others)
+    names = stored_key_names(snap, others)
     teams = {k.name: k.team for k in snap.keys.values()}
     groups: dict[str | None, dict[str, Any]] = {}
     for row in rows:
