@@ -10,8 +10,9 @@ from laneway.app import build_engine
 from laneway.core.records import CallMeta, CallRecord
 from laneway.core.types import ChatRequest, EmbedRequest
 from laneway.engine.gateway import Engine
-from laneway.errors import UpstreamFailed
+from laneway.errors import DeadlineExceeded, UpstreamFailed
 from laneway.http import AiohttpTransport
+from laneway.server.errors import error_reply
 from tests.helpers import one_lane, unique_spec
 
 REQUEST = ChatRequest([{"role": "user", "content": "hello"}])
@@ -91,3 +92,17 @@ async def test_embed_record_has_dimension(sim) -> None:
     await e.embed("lane", EmbedRequest(["a", "b"]))
     await e.aclose()
     assert sink.records[0].embedding_dim == 8
+
+
+async def test_a_failed_records_status_is_the_http_status_answered(sim) -> None:
+    """Issue 23 defect 12: a deadline that cut the retry after a 500 was logged as null (and,
+    with the 500 last, as 500) while the client got a 504."""
+    spec = unique_spec("status=500,sleep=0.4")
+    policy = {"retries": 1, "retry_on": [500], "backoff": {"base": "10ms"}, "deadline": "700ms"}
+    e, sink = engine(sim, spec, **policy)
+    with pytest.raises(DeadlineExceeded) as err:
+        await e.chat("lane", REQUEST)
+    await e.aclose()
+    (record,) = sink.records
+    assert [a.outcome for a in record.attempts] == ["500", "deadline"]
+    assert record.status == error_reply(err.value, "lane").status == 504

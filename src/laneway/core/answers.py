@@ -14,11 +14,14 @@ from laneway.core.errors import (
     PushbackRefused,
     ResponseTooLarge,
     Stalled,
+    StreamInterrupted,
     UpstreamFailed,
     UpstreamRejected,
 )
 from laneway.core.failures import PUSHBACK_STATUSES, FailureKind
 
+LANE_NOT_READY_STATUS = 503
+"""The answer to a call whose lane (and every fallback lane) cannot run."""
 UPSTREAM_AUTH_STATUSES = frozenset({401, 403})
 """Rejections of laneway's own credentials: the gateway answers 502, not the caller's fault."""
 
@@ -40,3 +43,14 @@ def answer_status(exc: CallFailed) -> int:
         if last.outcome == FailureKind.TIMEOUT:
             return 504
     return 502
+
+
+def sent_status(exc: CallFailed) -> int:
+    """The HTTP status the client got for ``exc``: what a call's record says as ``status``.
+
+    A stream interrupted after content flowed was answered 200 (its error is
+    an in-band event); every other failure is answered ``answer_status``.
+    """
+    if isinstance(exc, StreamInterrupted):
+        return 200
+    return answer_status(exc)

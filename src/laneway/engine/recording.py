@@ -16,6 +16,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import Any
 
+from laneway.core.answers import LANE_NOT_READY_STATUS, sent_status
 from laneway.core.clock import Clock
 from laneway.core.errors import CallFailed, LaneNotReady
 from laneway.core.records import (
@@ -84,9 +85,10 @@ class Recorder:
         if isinstance(error, CallFailed):
             fields.setdefault("attempts", error.attempts)
             fields.setdefault("source", error.source)
-            fields.setdefault("status", error.status)
+            fields.setdefault("status", sent_status(error))
             code = error.code
         elif isinstance(error, LaneNotReady):
+            fields.setdefault("status", LANE_NOT_READY_STATUS)
             code = error.code
         else:
             code = "cancelled"

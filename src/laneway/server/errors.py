@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from laneway.core.answers import UPSTREAM_AUTH_STATUSES, answer_status
+from laneway.core.answers import LANE_NOT_READY_STATUS, UPSTREAM_AUTH_STATUSES, answer_status
 from laneway.core.errors import (
     AttemptFailure,
     CallFailed,
@@ -115,7 +115,7 @@ def _request_error(exc: Exception) -> tuple[int, str, str | None]:
     if isinstance(exc, UnknownLane):
         return 404, "model_not_found", "model"
     if isinstance(exc, LaneNotReady):
-        return 503, "lane_not_ready", None
+        return LANE_NOT_READY_STATUS, "lane_not_ready", None
     return 500, "internal_error", None
 
 
