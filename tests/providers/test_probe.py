@@ -106,3 +106,38 @@ def test_urls_and_bodies_lose_secrets_and_text() -> None:
         "vector": "<2 numbers>",
         "dimensions": 8,
     }
+
+
+def two_sources(sim: RunningSim) -> dict[str, Any]:
+    dead = {**source(sim, WIRES[0], unique_spec("status=503")), "name": "primary"}
+    live = {**source(sim, WIRES[0], unique_spec("ok")), "name": "backup"}
+    return {"sources": [dead, live], "retries": 2, "retry_on": [503], "backoff": {"base": 0}}
+
+
+def run_lane(capsys, tmp_path: Path, lane: dict[str, Any], *args: str) -> tuple[int, str]:
+    path = tmp_path / "laneway.yaml"
+    path.write_text(yaml.safe_dump({"lanes": {"lane": lane}, "telemetry": {"url": "none"}}))
+    status = main(["probe", "lane", "--config", str(path), *args])
+    return status, capsys.readouterr().out
+
+
+def test_a_dead_primary_probed_alone_fails(sim: RunningSim, capsys, tmp_path) -> None:
+    """The issue's case: the lane probes 0 through its backup; the primary alone does not."""
+    lane = two_sources(sim)
+    assert run_lane(capsys, tmp_path, lane)[0] == 0
+    status, out = run_lane(capsys, tmp_path, lane, "--source", "primary")
+    assert status == 1 and "source primary alone" in out and "HTTP 503" in out
+    assert run_lane(capsys, tmp_path, lane, "--source", "backup")[0] == 0
+
+
+def test_each_source_reports_every_one_and_fails_if_any_does(
+    sim: RunningSim, capsys, tmp_path
+) -> None:
+    status, out = run_lane(capsys, tmp_path, two_sources(sim), "--each-source")
+    assert status == 1 and out.count("probe: lane lane (chat, source ") == 2
+    assert out.rstrip().endswith("sources of lane lane: 2 probed, FAILED: primary")
+
+
+def test_an_unknown_source_names_the_lane_s_sources(sim: RunningSim, capsys, tmp_path) -> None:
+    status, out = run_lane(capsys, tmp_path, two_sources(sim), "--source", "nope")
+    assert status == 1 and "sources: primary, backup" in out

@@ -16,6 +16,7 @@ from laneway.metrics import Metrics
 from laneway.state import FallbackStore, MemoryStore, RedisStore
 from laneway.state.base import Ask
 from tests.proxy import TcpProxy
+from tests.state.conftest import delete_keys
 from tests.state.test_fallback import proxy, warnings_about
 
 __all__ = ["proxy"]
@@ -98,3 +99,32 @@ async def test_a_configured_share_applies_when_no_replica_count_is_known() -> No
     metrics.watch_state(store)
     scraped = metrics.render()[0].decode()
     assert "laneway_state_backend_up 0.0" in scraped and "laneway_state_replicas" not in scraped
+
+
+async def test_redis_back_empty_does_not_give_the_first_replica_back_the_whole_quota(
+    proxy: TcpProxy, redis_client, redis_prefix
+) -> None:
+    """The issue's 615 in a minute: Redis restarted empty mid-minute, and the first replica
+    back, seeing only its own heartbeat, took the whole limit. Here the outage is the proxy
+    cut, and the restart's empty Redis is this test's keys deleted while it is cut."""
+    clock = FakeClock()
+    url = f"redis://127.0.0.1:{proxy.port}/0"
+    a = Asker(replica(url, clock, redis_prefix), "a")
+    b = Asker(replica(url, clock, redis_prefix), "b")
+    await a.ask(1)
+    await b.ask(1)
+    clock.advance(5.0)  # the next heartbeat: each has seen both
+    await a.ask(99)
+    await b.ask(99)
+    await proxy.stop()
+    await a.ask(100)
+    await b.ask(100)
+    await delete_keys(redis_client, f"{redis_prefix}:*")
+    await proxy.start()
+    clock.advance(5.0)  # still the same minute
+    await a.ask(RPM)  # a is back first: it alone has beaten in the emptied Redis
+    await b.ask(RPM)
+    for store in (a.store, b.store):
+        await store.aclose()
+    assert a.granted + b.granted <= RPM, (a.granted, b.granted)  # before: (600, 200)
+    assert a.store.replicas == 2, "the count does not drop before the others could beat again"

@@ -8,6 +8,11 @@ costs, and on embed lanes the length the upstream actually returns::
     OBSERVED len(embedding) = 3072
     DIMENSION VERDICT: MATCH
 
+``--source NAME`` probes that one source of the lane alone (no other source,
+no fallback lane can answer for it); ``--each-source`` probes every source
+that way, one report each, and exits non-zero when any of them failed: a dead
+primary no longer probes as a success through the source behind it.
+
 The request is fixed and non-sensitive. The probe bypasses the response and
 embedding caches (a cached answer proves nothing about the upstream) and
 records no telemetry. It exits non-zero on an error, a ``MISMATCH``, or an
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,8 +70,9 @@ async def probe(
     config: LanewayConfig,
     environ: Mapping[str, str],
     transport: Transport | None = None,
+    source: str | None = None,
 ) -> tuple[list[str], int]:
-    """Probe ``lane_name``; return the report lines and the exit status."""
+    """Probe ``lane_name`` (only its ``source`` when named); the report lines and exit status."""
     if lane_name not in config.lanes:
         return [f"error: unknown lane {lane_name!r}; lanes: {', '.join(config.lanes)}"], 1
     wire = RecordingTransport(transport or open_transport())
@@ -73,11 +80,17 @@ async def probe(
     engine = build_engine(config, environ, transport=wire, observers=[records], fresh=True)
     try:
         lane = engine.lanes[lane_name]
+        if source is not None:
+            if source not in lane.named:
+                names = ", ".join(lane.source_names)
+                return [f"error: lane {lane_name} has no source {source!r}; sources: {names}"], 1
+            lane = engine.lanes[lane_name] = alone(lane, lane.named[source])
         outcome = await _call(engine, lane)
     finally:
         await engine.aclose()
     record = records.records[-1] if records.records else None
-    lines = [f"probe: lane {lane_name} ({lane.kind}), request text {PROBE_TEXT!r}"]
+    alone_text = "" if source is None else f", source {source} alone"
+    lines = [f"probe: lane {lane_name} ({lane.kind}{alone_text}), request text {PROBE_TEXT!r}"]
     lines += _wire_lines(wire.exchanges)
     lines += _usage_lines(lane, wire.exchanges, record)
     lines += _cost_lines(config, record, outcome)
@@ -89,6 +102,31 @@ async def probe(
         if lines[-1] not in PASSING_VERDICTS:
             status = 1
     return lines, status
+
+
+def alone(lane: Lane, source: Source) -> Lane:
+    """``lane`` with ``source`` as its only source and no fallback lanes."""
+    config = lane.config.model_copy(update={"fallback_lanes": []})
+    return dataclasses.replace(lane, config=config, sources=[source])
+
+
+async def probe_each(
+    lane_name: str, config: LanewayConfig, environ: Mapping[str, str]
+) -> tuple[list[str], int]:
+    """Probe every source of ``lane_name`` alone; non-zero when any failed, with a summary."""
+    if lane_name not in config.lanes:
+        return [f"error: unknown lane {lane_name!r}; lanes: {', '.join(config.lanes)}"], 1
+    names = config.lanes[lane_name].source_names()
+    lines: list[str] = []
+    failed: list[str] = []
+    for name in names:
+        report, status = await probe(lane_name, config, environ, source=name)
+        lines += [*report, ""]
+        if status:
+            failed.append(name)
+    verdict = f"FAILED: {', '.join(failed)}" if failed else "all answered"
+    lines.append(f"sources of lane {lane_name}: {len(names)} probed, {verdict}")
+    return lines, 1 if failed else 0
 
 
 async def _call(engine: Engine, lane: Lane) -> Outcome:
@@ -220,6 +258,11 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("lane")
     parser.add_argument("--config", default="laneway.yaml")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--source", help="probe this source of the lane alone (its name)")
+    which.add_argument(
+        "--each-source", action="store_true", help="probe every source alone; non-zero if any fails"
+    )
     args = parser.parse_args(argv)
     try:
         config, environ = load_config(args.config)
@@ -227,7 +270,10 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
-        lines, status = asyncio.run(probe(args.lane, config, environ))
+        if args.each_source:
+            lines, status = asyncio.run(probe_each(args.lane, config, environ))
+        else:
+            lines, status = asyncio.run(probe(args.lane, config, environ, source=args.source))
     except LanewayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

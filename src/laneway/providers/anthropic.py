@@ -65,6 +65,10 @@ _NOTHING = ChatChunk()
 """What events without content for the caller (``ping``, block boundaries) parse to."""
 
 
+COUNTED_FIELDS = ("messages", "system", "tools", "tool_choice", "thinking")
+"""The fields of a Messages API body ``/messages/count_tokens`` takes (besides ``model``)."""
+
+
 class AnthropicProvider:
     """Speaks ``/messages`` for one model; Anthropic has no embeddings API."""
 
@@ -77,6 +81,14 @@ class AnthropicProvider:
         self._headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
         if api_key:
             self._headers["x-api-key"] = api_key
+
+    def count_tokens_request(self, body: Mapping[str, Any]) -> HttpRequest:
+        """``/messages/count_tokens`` for a Messages API ``body``, asking of this source's model."""
+        payload = {name: body[name] for name in COUNTED_FIELDS if name in body}
+        payload["model"] = self.model
+        return HttpRequest(
+            "POST", f"{self._url}/count_tokens", self._headers, orjson.dumps(payload)
+        )
 
     def inexpressible(self, request: ChatRequest, *, stream: bool) -> Inexpressible | None:
         """What of ``request`` the Messages API cannot carry (see ``anthropic_request``)."""

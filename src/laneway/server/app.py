@@ -197,6 +197,7 @@ class Gateway:
         api: dict[str, tuple[str, Handler]] = {
             "/chat/completions": ("POST", self._chat),
             "/messages": ("POST", self._messages),
+            "/messages/count_tokens": ("POST", self._count_tokens),
             "/responses": ("POST", self._responses),
             "/embeddings": ("POST", self._embed),
             "/ocr": ("POST", self._ocr),
@@ -399,6 +400,15 @@ class Gateway:
         from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
 
         await self._converse(ex, ANTHROPIC_MESSAGES)
+
+    async def _count_tokens(self, ex: Exchange) -> None:
+        """Anthropic's ``/v1/messages/count_tokens`` on any chat lane (``count_tokens``)."""
+        from laneway.server.anthropic_messages import ANTHROPIC_MESSAGES
+        from laneway.server.count_tokens import count_tokens
+
+        ex.dialect = ANTHROPIC_MESSAGES
+        _, data, lane = await self._request(ex)
+        await self._send(ex, await count_tokens(self.engine, lane, data))
 
     async def _responses(self, ex: Exchange) -> None:
         """OpenAI's Responses API, its text and tools subset, on any chat lane.

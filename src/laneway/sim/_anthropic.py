@@ -21,7 +21,7 @@ from laneway.sim._answers import Reply, json_reply
 from laneway.sim._anthropic_check import problem
 from laneway.sim._cache import Prefix
 from laneway.sim._native import Call, sse
-from laneway.sim._request import tokens_for_chars
+from laneway.sim._request import prompt_chars, tokens_for_chars
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -250,7 +250,13 @@ class AnthropicDialect:
     """Reads `/v1/messages`; every other path under it is a 404."""
 
     def understand(self, method: str, endpoint: str, body: Request | None) -> Call | Reply:
-        """The chat call, with `system` read as a leading system message."""
+        """The chat call, with `system` read as a leading system message.
+
+        `count_tokens` is answered at once: the prompt's tokens as the sim counts them.
+        """
+        if (method, endpoint) == ("POST", "/count_tokens") and body is not None:
+            counted = tokens_for_chars(prompt_chars(_openai_request({"max_tokens": 1, **body})))
+            return json_reply({"input_tokens": counted})
         if (method, endpoint) != ("POST", ""):
             return self.error(404, f"sim: no route for {method} /v1/messages{endpoint}", None, [])
         if body is None:

@@ -8,7 +8,9 @@ at most every ``retry_every`` seconds (and every ``heartbeat`` seconds on a
 timer, so an idle replica returns too): a dead Redis costs one timeout per
 interval, not one per call. Each replica says it is alive every ``heartbeat``
 seconds; while Redis is away it may spend ``share`` of each limit:
-``fallback_share`` when configured, else one over the replicas last seen.
+``fallback_share`` when configured, else one over the replicas last seen. A
+drop in that count is believed only once it has held for a heartbeat TTL, so
+the first replica back in a Redis restarted empty does not take every share.
 When Redis answers again, ``_resync`` replays what was kept locally before
 any other operation, and the recovery is logged.
 """
@@ -59,6 +61,8 @@ class SharedOrLocal(ABC):
         self._down_since: float | None = None
         self._recovered_at: float | None = None
         self._next_beat = -math.inf
+        self._fewer_since: float | None = None
+        """When heartbeats first counted fewer than ``replicas`` (``None``: they did not)."""
         self._beating: asyncio.Task[None] | None = None
         self._resyncing = asyncio.Lock()
 
@@ -125,7 +129,7 @@ class SharedOrLocal(ABC):
                 if now >= self._next_beat:
                     # Set before awaiting, so calls concurrent with it send none of their own
                     self._next_beat = now + self.heartbeat
-                    self.replicas = await self._heartbeat(3 * self.heartbeat)
+                    self._counted(await self._heartbeat(3 * self.heartbeat), now)
                 return await operation()
         except SHARED_ERRORS as error:
             self._next_beat = -math.inf  # the first call Redis answers again says it is alive
@@ -134,6 +138,22 @@ class SharedOrLocal(ABC):
                 self._log_outage(error)
             self._down_since = now
             return None
+
+    def _counted(self, seen: int, now: float) -> None:
+        """Take a heartbeat's replica count; fewer than before only once that held a TTL.
+
+        A Redis restarted empty holds only the heartbeat of the first replica
+        back, which would then take the whole of each limit while the others
+        still spend theirs. Every live replica beats within the heartbeat TTL
+        (``3 * heartbeat``), so a drop still seen a TTL later is believed.
+        """
+        if self.replicas is None or seen >= self.replicas:
+            self.replicas, self._fewer_since = seen, None
+            return
+        if self._fewer_since is None:
+            self._fewer_since = now
+        elif now >= self._fewer_since + 3 * self.heartbeat:
+            self.replicas, self._fewer_since = seen, None
 
     def _share_source(self) -> str:
         """Where ``share`` comes from, for the log."""
