@@ -75,7 +75,8 @@ async def test_anthropic_stream_event_order(sim) -> None:
     ("path", "body", "status"),
     [
         ("/v1/messages", {"model": "c", "messages": []}, 400),
-        ("/v1/messages/count_tokens", {"model": "c", "max_tokens": 1}, 404),
+        ("/v1/messages/batches", {"model": "c", "max_tokens": 1}, 404),
+        ("/v1/messages/count_tokens", {"model": "c"}, 400),
         ("/b/bogus/v1/messages", {"model": "c", "max_tokens": 1}, 400),
     ],
 )

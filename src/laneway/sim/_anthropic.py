@@ -255,6 +255,8 @@ class AnthropicDialect:
         `count_tokens` is answered at once: the prompt's tokens as the sim counts them.
         """
         if (method, endpoint) == ("POST", "/count_tokens") and body is not None:
+            if not isinstance(body.get("messages"), list) or not body["messages"]:
+                return self.error(400, "sim: messages: Field required", None, [])
             counted = tokens_for_chars(prompt_chars(_openai_request({"max_tokens": 1, **body})))
             return json_reply({"input_tokens": counted})
         if (method, endpoint) != ("POST", ""):
