@@ -7,7 +7,7 @@ the other attempt is cancelled. Three pure pieces decide it:
 - ``HedgeLimits.delay``: how long the first attempt runs alone. A fixed
   ``after``, or the lane's live percentile (``p95``, ``p99``) of the time its
   attempts took to answer (a stream's first byte, a whole answer otherwise),
-  over the last ``WINDOW`` successes. With fewer than ``MIN_SAMPLES`` the
+  over the last ``WINDOW`` successes, plus ``MARGIN``. With fewer than ``MIN_SAMPLES`` the
   delay is the cap; a percentile is clamped to ``[FLOOR, cap]``, where the
   cap is half the attempt timeout: a hedge that starts later has little of
   the attempt's time left to win in.
@@ -37,6 +37,9 @@ FLOOR = 0.05
 """The shortest percentile ``after`` (50 ms): below it a hedge races the network, not a tail."""
 CAP_SHARE = 0.5
 """A percentile ``after`` is at most this share of the attempt timeout."""
+MARGIN = 1.1
+"""A percentile ``after`` is 10% past the percentile: an answer that comes at the usual time
+(a lane whose p95 is its typical latency) is not raced by a hedge started at that very moment."""
 MINUTE = 60.0
 PERCENTILES = MappingProxyType({"p95": 0.95, "p99": 0.99})
 
@@ -74,7 +77,7 @@ class HedgeLimits:
         assert self.percentile is not None
         ranked = sorted(answered)
         rank = min(len(ranked) - 1, math.ceil(self.percentile * len(ranked)) - 1)
-        return min(max(ranked[rank], FLOOR), self.cap)
+        return min(max(ranked[rank] * MARGIN, FLOOR), self.cap)
 
     def describe(self) -> str:
         """``after 800ms`` or ``after p95 (50ms-5s, 20 samples)``, and the share."""
