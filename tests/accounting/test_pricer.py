@@ -17,7 +17,7 @@ from laneway.accounting.price_cache import CACHE_DIR_ENV
 from laneway.accounting.pricer import catalogue_prices
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
-from laneway.core.types import Usage
+from laneway.core.types import Attempt, Usage
 
 WHEN = 1_750_000_000.0
 
@@ -223,3 +223,17 @@ def test_an_unsafe_or_broken_cache_file_is_searched_again(
     stored.write_bytes(b"not a pickle")
     catalogue_prices(WANTED)
     assert searched == [WANTED] * 3
+
+
+def failed(*outcomes: str) -> CallRecord:
+    attempts = tuple(Attempt("s", o, 0.1, int(o) if o.isdigit() else None) for o in outcomes)
+    return CallRecord(WHEN, "l", "chat", "error", 0.3, attempts, source="s", error="e")
+
+
+def test_a_failed_call_no_upstream_answered_billed_nothing_known() -> None:
+    """Issue 23 defect 14: it read as usage unknown (a key's spend then showed >= $...)."""
+    p = pricer("sim-model", price={"input": 1, "output": 2}, name="s")
+    assert p.cost(failed("500", "connect", "429")) == (0.0, "not_billed")
+    assert p.cost(failed()) == (0.0, "not_billed")
+    for maybe_billed in ("timeout", "cut", "deadline", "malformed"):
+        assert p.cost(failed("500", maybe_billed)) == (None, "usage_unknown"), maybe_billed

@@ -17,6 +17,7 @@ from laneway.cli.main import main
 from laneway.config import load_config
 from laneway.core.records import CallMeta
 from laneway.core.types import ChatRequest
+from laneway.errors import UpstreamFailed
 from laneway.http import AiohttpTransport
 from laneway.telemetry import writer_for
 from tests.helpers import sim_url, unique_spec
@@ -146,3 +147,34 @@ def test_check_names_unpriced_lanes_of_budgeted_keys(sim, tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert "warning: server.keys: key budgeted has a budget but lane free has unpriced" in out
     assert "lenient" not in out and "lane paid" not in out
+
+
+def test_a_key_whose_only_failure_no_upstream_answered_has_a_known_spend(
+    sim, tmp_path: Path, capsys
+) -> None:
+    """Issue 23 defect 14: one 500 among priced calls made the key's spend read >= $..."""
+    path = write_config(sim, tmp_path, None)
+    body = yaml.safe_load(path.read_text())
+    paid = body["lanes"]["paid"]["sources"][0]
+    body["lanes"] = {
+        "paid": body["lanes"]["paid"],
+        "down": {"sources": [{**paid, "base_url": sim_url(sim, unique_spec("status=500"))}]},
+    }
+    path.write_text(yaml.safe_dump(body))
+    asyncio.run(record_some(path))
+    assert main(["keys", "--config", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("team-a"))
+    assert "(2 calls)" in line and ">=" not in line
+
+
+async def record_some(path: Path) -> None:
+    config, _ = load_config(path)
+    writer = writer_for(config.telemetry, path.parent, Pricer.for_lanes(config.lanes).cost)
+    assert writer is not None
+    engine = build_engine(config, {}, transport=AiohttpTransport(), observers=[writer])
+    writer.start()
+    await engine.chat("paid", REQUEST, meta=CallMeta(caller="team-a"))
+    with pytest.raises(UpstreamFailed):
+        await engine.chat("down", REQUEST, meta=CallMeta(caller="team-a"))
+    await engine.aclose()
+    assert (await writer.aclose()).written == 2

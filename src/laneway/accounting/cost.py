@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 from laneway.accounting.rates import PER_MILLION, Rate
-from laneway.core.types import Usage
+from laneway.core.types import Attempt, Usage
 
-CostStatus = Literal["priced", "estimated", "unpriced", "usage_unknown", "cache_hit"]
+CostStatus = Literal["priced", "estimated", "unpriced", "usage_unknown", "cache_hit", "not_billed"]
 
 
 class Cost(NamedTuple):
@@ -25,6 +25,21 @@ class Cost(NamedTuple):
 USAGE_UNKNOWN = Cost(None, "usage_unknown")
 CACHE_HIT = Cost(0.0, "cache_hit")
 UNPRICED = Cost(None, "unpriced")
+NOT_BILLED = Cost(0.0, "not_billed")
+"""A failed call no upstream answered with content: known to have cost nothing."""
+UNBILLED_OUTCOMES = frozenset({"connect", "unsupported", "not_ready"})
+"""Attempt outcomes that bill nothing besides an error status: refused connections, skips."""
+
+
+def billed_nothing(attempts: Iterable[Attempt]) -> bool:
+    """Whether no attempt could have been billed: each met an error status, a refused
+    connection, or sent nothing (a skip, a lane not ready); no attempt at all counts too.
+
+    A timeout, a cut stream or a deadline may have been billed (the upstream may have
+    generated before the answer was lost), and so may any answer with a body: their usage
+    stays unknown.
+    """
+    return all(a.outcome.isdigit() or a.outcome in UNBILLED_OUTCOMES for a in attempts)
 
 
 def cost_of(usage: Usage, rate: Rate | None, kind: str) -> Cost:

@@ -22,7 +22,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from laneway.accounting import price_cache
-from laneway.accounting.cost import CACHE_HIT, USAGE_UNKNOWN, Cost, cost_of, total_cost
+from laneway.accounting.cost import (
+    CACHE_HIT,
+    NOT_BILLED,
+    USAGE_UNKNOWN,
+    Cost,
+    billed_nothing,
+    cost_of,
+    total_cost,
+)
 from laneway.accounting.forked import can_fork, run_forked
 from laneway.accounting.rates import Rate, catalogue_rate, override_rate
 from laneway.core.records import CallRecord
@@ -159,7 +167,8 @@ class Pricer:
     def cost(self, record: CallRecord) -> Cost:
         """What the recorded call cost, or why that is unknown.
 
-        A response-cache hit cost nothing upstream: it is zero, by its own status.
+        A response-cache hit cost nothing upstream: it is zero, by its own status;
+        so is a failed call no upstream answered (``not_billed``, ``billed_nothing``).
         A call whose attempts carry their own usage (a stream continued on
         another source) costs the sum of each part at its source's rate.
         """
@@ -168,6 +177,10 @@ class Pricer:
             return known
         if record.cache == "hit":
             cost = CACHE_HIT
+        elif (
+            record.outcome == "error" and not record.usage.known and billed_nothing(record.attempts)
+        ):
+            cost = NOT_BILLED
         else:
             cost = self.answer_cost(
                 record.lane, record.kind, record.time, record.attempts, record.usage, record.source
@@ -192,6 +205,11 @@ class Pricer:
         if not usage.known:
             return USAGE_UNKNOWN
         return cost_of(usage, self.rate(lane, source, when), kind)
+
+
+def _unanswered(record: CallRecord) -> bool:
+    """A failed call with no usage that no upstream could have billed (``billed_nothing``)."""
+    return record.outcome == "error" and not record.usage.known and billed_nothing(record.attempts)
 
 
 def own_price(source: PricedSource) -> FixedPrice | None:

@@ -80,7 +80,8 @@ RecordPricer = Callable[[CallRecord], tuple[float | None, str]]
 """Prices a finished call: ``(usd or None, status)``; ``accounting.Pricer.cost`` fits.
 
 The status is ``priced``, ``estimated`` (from locally estimated usage),
-``cache_hit`` (0), or, with ``None``, ``unpriced`` or ``usage_unknown``.
+``cache_hit`` or ``not_billed`` (0: a failed call no upstream answered), or, with
+``None``, ``unpriced`` or ``usage_unknown``.
 """
 
 COST_DIGITS = 12

@@ -301,6 +301,8 @@ class Metrics:
         """Count the call's tokens and cost; return its USD when known."""
         usage = record.usage
         if not usage.known:
+            if self.cost is not None and self.cost(record)[1] == "not_billed":
+                return 0.0  # a failed call no upstream answered: known to cost nothing
             self._inc("laneway_usage_unknown_calls", (lane, source))
             return None
         figures = (

@@ -139,6 +139,11 @@ def check_version(found: int | None) -> None:
         )
 
 
+KNOWN_ZERO_OR_PRICED = "('priced', 'cache_hit', 'not_billed')"
+"""The cost statuses whose ``cost_usd`` is a billed figure (0 for a cache hit or a call no
+upstream answered)."""
+
+
 def spend_select(table: str, by: str, placeholder: str) -> str:
     """The spend query, portable between SQLite and PostgreSQL (columns as ``SpendRow``).
 
@@ -154,10 +159,13 @@ def spend_select(table: str, by: str, placeholder: str) -> str:
         "COUNT(*)",
         _count("outcome = 'error'"),
         *(_provider_sum(n) for n in ("prompt_tokens", "completion_tokens", "reasoning_tokens")),
-        "SUM(CASE WHEN cost_status IN ('priced', 'cache_hit') THEN cost_usd END)",
-        _count("cost_status IN ('priced', 'cache_hit')"),
+        f"SUM(CASE WHEN cost_status IN {KNOWN_ZERO_OR_PRICED} THEN cost_usd END)",
+        _count(f"cost_status IN {KNOWN_ZERO_OR_PRICED}"),
         _count("cost_status = 'unpriced'"),
-        _count("usage_source = 'none' OR usage_source IS NULL"),
+        _count(
+            "(usage_source = 'none' OR usage_source IS NULL) "
+            "AND COALESCE(cost_status, '') <> 'not_billed'"
+        ),
         _count("usage_source = 'estimated'"),
         "SUM(CASE WHEN cost_status = 'estimated' THEN cost_usd END)",
     ]
