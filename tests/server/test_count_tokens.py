@@ -55,6 +55,14 @@ def test_a_lane_without_an_anthropic_source_answers_a_marked_estimate(gw: Runnin
     assert answer.json() == {"input_tokens": 10, "laneway_estimate": True}  # 40 characters / 4
 
 
+def test_thinking_output_config_and_cache_control_are_taken(gw: RunningGateway) -> None:
+    extra = {"output_config": {"effort": "low"}, "cache_control": {"type": "ephemeral"}}
+    thinking: Any = {"type": "enabled", "budget_tokens": 2048}
+    for lane in ("claude", "gpt"):
+        answer = count(gw, model=lane, messages=MESSAGES, thinking=thinking, extra_body=extra)
+        assert answer.status_code == 200 and answer.json()["input_tokens"] > 0
+
+
 def test_the_sdk_reads_the_count(gw: RunningGateway) -> None:
     with Anthropic(base_url=gw.url, api_key="unused", max_retries=0) as sdk:
         assert sdk.messages.count_tokens(model="gpt", messages=MESSAGES).input_tokens == 10

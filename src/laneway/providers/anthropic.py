@@ -65,7 +65,7 @@ _NOTHING = ChatChunk()
 """What events without content for the caller (``ping``, block boundaries) parse to."""
 
 
-COUNTED_FIELDS = ("messages", "system", "tools", "tool_choice", "thinking")
+COUNTED_FIELDS = ("messages", "system", "tools", "tool_choice", "thinking", "output_config")
 """The fields of a Messages API body ``/messages/count_tokens`` takes (besides ``model``)."""
 
 

@@ -23,7 +23,19 @@ from laneway.engine.token_count import upstream_count
 from laneway.server.anthropic_messages import read_messages
 from laneway.server.asgi import Reply
 
-_COUNT_FIELDS = frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking"})
+_COUNT_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "output_config",
+        "cache_control",
+    }
+)
+"""What Anthropic's count_tokens takes that laneway reads; another field is a 400 naming it."""
 HEADER = b"x-laneway-token-count"
 
 
