@@ -100,6 +100,25 @@ def hold_time(case: Case, records: list[CallRecord], elapsed: float) -> None:
         assert record.latency <= lane_of(case, record).deadline + GRAIN, record
 
 
+def hold_gate_waits(case: Case, records: list[CallRecord]) -> None:
+    """No lane waits on a local gate beyond what fits; a deadline is blamed only where it cut.
+
+    A lane's run spends its time in its attempts and the waits between them
+    (each attempt's ``waited``): time left over at its end is a wait no
+    attempt followed, which must end by the deadline less ``min_attempt``.
+    ``DeadlineExceeded`` is the verdict only when the deadline cut an attempt,
+    or when no upstream failure happened to name instead.
+    """
+    for record in records:
+        lane = lane_of(case, record)
+        tail = record.latency - sum(a.elapsed + a.waited for a in record.attempts)
+        cut = bool(record.attempts) and record.attempts[-1].outcome == "deadline"
+        if tail > GRAIN and not cut:
+            assert record.latency <= lane.deadline - lane.min_attempt + GRAIN, record
+        if record.error == DeadlineExceeded.code:
+            assert cut or not record.attempts, ("a deadline blamed for a wait", record)
+
+
 def hold_blame(error: Exception | None) -> None:
     """An error other than the deadline's names the last upstream failure."""
     if error is None or isinstance(error, DeadlineExceeded):

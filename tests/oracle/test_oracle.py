@@ -57,6 +57,36 @@ BREAKER_IN_THE_WALK = Case(
     {"p0": ("status=500",), "p1": ("status=500",), "p2": ("status=500",)},
 )
 """``check``'s walk ``p1, p1`` leaves out p1's breaker, open after one failure: ``p1, p0``."""
+QUOTA_PAST_DEADLINE = Case(
+    {
+        "main": {
+            "deadline": 5.0,
+            "retries": 3,
+            "retry_on": {503: 2},
+            "backoff": {"kind": "constant", "base": 0.2},
+            "sources": [_source("p0", 2, rpm=1)],
+        }
+    },
+    {"p0": ("status=503,retry_after=2",)},
+)
+"""The retry waited 5 s for the next minute's quota: DeadlineExceeded 'while waiting for quota'
+where the upstream's 503 was the call's answer (issue 23, defect 1)."""
+BREAKER_PAST_DEADLINE = Case(
+    {
+        "main": {
+            "deadline": 0.5,
+            "retries": 2,
+            "retry_on": {"timeout": 2, 502: 2, "connect": 1},
+            "backoff": {"kind": "constant", "base": 0.2},
+            "sources": [
+                _source("p0", 2, tpm=40, breaker={"failures": 1, "window": 30.0, "cooldown": 1.0})
+            ],
+        }
+    },
+    {"p0": ("status=502", "status=429,retry_after=1", "status=502", "reset")},
+)
+"""A lone source's open breaker held the call to its deadline 'while waiting for breaker'
+(issue 23, defect 1)."""
 
 
 def hold_library(case: Case, run: Run) -> None:
@@ -64,6 +94,7 @@ def hold_library(case: Case, run: Run) -> None:
     judge.hold_requests(case, call.exchanges)
     judge.hold_walk(case, call.exchanges)
     judge.hold_time(case, call.records, call.ended - call.began)
+    judge.hold_gate_waits(case, call.records)
     judge.hold_blame(call.error)
     judge.hold_outcomes(call.records, call.exchanges)
 
@@ -73,6 +104,7 @@ def hold_gateway(case: Case, run: Run) -> None:
     for call in run.calls:
         judge.hold_requests(case, call.exchanges)
         judge.hold_time(case, call.records, call.ended - call.began)
+        judge.hold_gate_waits(case, call.records)
         judge.hold_outcomes(call.records, call.exchanges)
 
 
@@ -86,6 +118,8 @@ def hold_gateway(case: Case, run: Run) -> None:
 @given(case=cases())
 @example(case=BACKOFF_PAST_DEADLINE)
 @example(case=BREAKER_IN_THE_WALK)
+@example(case=QUOTA_PAST_DEADLINE)
+@example(case=BREAKER_PAST_DEADLINE)
 def test_every_run_holds_to_what_check_says(case: Case) -> None:
     library, gateway = BENCH.run(case)
     hold_library(case, library)
