@@ -31,10 +31,14 @@ async def test_a_slow_first_attempt_is_raced_and_the_hedge_wins(vsim: VirtualSim
         started = vsim.clock.now()
         response = await lw.chat("lane", MESSAGES)
         elapsed = vsim.clock.now() - started
+        scraped = lw.metrics.render()[0].decode()
     assert elapsed == pytest.approx(0.2)
     assert [a.outcome for a in response.attempts] == ["cancelled", "hedge_won"]
     assert response.source == response.attempts[-1].source
     assert (vsim.hits(slow), vsim.hits(fast)) == (1, 1)
+    assert 'laneway_hedges_total{lane="lane",outcome="hedge_won"} 1.0' in scraped
+    assert 'laneway_hedges_total{lane="lane",outcome="cancelled"} 1.0' in scraped
+    assert response.cost_unknown == "includes a cancelled attempt's unknown cost"
 
 
 @in_virtual_time

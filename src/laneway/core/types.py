@@ -71,6 +71,8 @@ ANSWERED = frozenset({"ok", HEDGE_WON})
 """Outcomes of the attempt that gave the call its answer."""
 UNJUDGED = frozenset({HEDGE_LOST, CANCELLED})
 """Outcomes of an attempt cut off by the race it lost: neither a failure nor a success."""
+RACED = frozenset({HEDGE_WON, *UNJUDGED})
+"""Outcomes only a hedge race gives its attempts (counted in ``laneway_hedges_total``)."""
 NOT_FAILED = ANSWERED | UNJUDGED
 """Every outcome that is not a failure of the source."""
 

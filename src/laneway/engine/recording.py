@@ -28,12 +28,16 @@ from laneway.core.records import (
     no_prices,
     reply_cost,
 )
+from laneway.core.types import UNJUDGED
 from laneway.engine.lane import Lane
 
 Facts = Callable[[], dict[str, Any]]
 """``CallRecord`` fields known only when the call ends (a stream's attempts, usage...)."""
 ReplyCost = tuple[Decimal | None, str | None]
 """A reply's ``(cost, cost_unknown)``."""
+RACE_LOSER_COST = "includes a cancelled attempt's unknown cost"
+"""A hedged call's ``cost_unknown``: its ``cost`` is the winner's, and the provider may bill the
+cancelled loser, whose usage is unknown."""
 ENDINGS = (CallFailed, asyncio.CancelledError, GeneratorExit)
 """How a call ends without an answer: it failed, or its caller cancelled or closed it."""
 
@@ -69,7 +73,10 @@ class Recorder:
     def ok(self, lane: Lane, started: CallClock, meta: CallMeta | None, **fields: Any) -> ReplyCost:
         """Record a successful call; ``fields`` are ``CallRecord`` fields. Returns its cost."""
         fields["outcome"] = "ok"
-        return reply_cost(self.price(self._emit(lane, started, meta, fields)))
+        cost = reply_cost(self.price(self._emit(lane, started, meta, fields)))
+        if lane.hedging is not None and any(a.outcome in UNJUDGED for a in fields["attempts"]):
+            return cost[0], RACE_LOSER_COST
+        return cost
 
     def failed(
         self,

@@ -35,6 +35,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from laneway.core.records import CallRecord
+from laneway.core.types import RACED
 from laneway.metrics.history import History
 from laneway.metrics.share import SharedFolder, registry_of
 
@@ -47,6 +48,10 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "laneway_errors": ("Failed calls by error code.", (*WHERE, "error")),
     "laneway_attempts": ("Attempts by outcome.", (*WHERE, "outcome")),
     "laneway_pushbacks": ("Attempts that ended in an honoured pushback.", WHERE),
+    "laneway_hedges": (
+        "Attempts of hedge races: hedge_won, hedge_lost, cancelled (a first attempt beaten).",
+        ("lane", "outcome"),
+    ),
     "laneway_tokens": ("Reported or estimated tokens.", (*WHERE, "kind", "usage_source")),
     "laneway_usage_unknown_calls": ("Calls whose usage is unknown.", WHERE),
     "laneway_cost_usd": ("USD of calls with a known cost.", (*WHERE, "basis")),
@@ -189,6 +194,8 @@ class Metrics:
             counts[figure] = counts.get(figure, 0.0) + 1.0
             if attempt.pushback:
                 self._inc("laneway_pushbacks", (lane, attempt.source))
+            if attempt.outcome in RACED:
+                self._inc("laneway_hedges", (lane, attempt.outcome))
         latency = self.histograms.get(("laneway_latency_seconds", lane))
         if latency is None:
             latency = self._histogram("laneway_latency_seconds", lane)
