@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from laneway import Laneway
-from laneway.cli.check import failing_walks, lane_report
+from laneway.cli.check import lane_report
+from laneway.cli.check_walk import failing_walks
 from laneway.cli.main import main
 from laneway.config.load import load_config
 from laneway.config.models import BackoffConfig, LaneConfig
@@ -112,3 +113,28 @@ def test_check_says_its_bound_holds_under_sdk_default_retries(tmp_path, capsys) 
     assert "requests x: at most 2 = 1 attempt + 1 retry" in out
     assert "requests under an SDK's default retries: the same" in out
     assert "x-should-retry: false" in out
+
+
+def warning_about(out: str, source: str) -> str:
+    """The line of ``check``'s output that warns about ``source`` ('' when none does)."""
+    return next((line for line in out.splitlines() if f"source {source} is never" in line), "")
+
+
+def test_check_warns_of_a_source_the_error_walk_never_reaches(tmp_path, capsys) -> None:
+    """Failed before: check printed the walk ``a, a`` and no warning about ``b``."""
+    out = checked(tmp_path, capsys, "    retries: 1\n    retry_on: [503, timeout]\n", "priority: 1")
+    assert "walk x: on an error status: a, a" in out
+    line = warning_about(out, "b")
+    assert "x: source b is never tried after an error status" in line
+    assert line.endswith("not admitted, times out or its connection fails")
+    assert warning_about(out, "a") == ""
+
+
+def test_check_says_a_source_is_reached_only_when_not_admitted(tmp_path, capsys) -> None:
+    out = checked(tmp_path, capsys, "    retries: 1\n    retry_on: [503]\n", "priority: 1")
+    assert warning_about(out, "b").endswith("reached only when an earlier source is not admitted")
+
+
+def test_check_does_not_warn_when_the_walk_reaches_every_source(tmp_path, capsys) -> None:
+    out = checked(tmp_path, capsys, "    retries: 2\n    retry_on: [503]\n", "priority: 1")
+    assert warning_about(out, "b") == ""

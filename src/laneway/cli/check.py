@@ -8,13 +8,11 @@ from dataclasses import dataclass
 from laneway.accounting import Pricer, Rate
 from laneway.app import build_lane
 from laneway.cli.check_chains import chain_report, readiness_lines
+from laneway.cli.check_walk import failing_walks, unreached_warnings
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
-from laneway.core.failures import SET_ASIDE
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, hedging, retry_policy, worst_case
-from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
-from laneway.policy.selection import SourceSpec, WalkTime, failing_walk
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
 from laneway.server.limits import chain_unpriced, unpriced_pairs
@@ -102,35 +100,6 @@ def _continuations(lane: LaneConfig) -> int:
     return min(takers, len(lane.sources) - 1)
 
 
-def failing_walks(lane: LaneConfig, policy: RetryPolicy) -> list[tuple[str, list[str]]]:
-    """The sources a call walks when every attempt fails, per kind of failure.
-
-    Error statuses go back to the preferred source until it failed twice;
-    timeouts and refused connections set the source aside at once. Failures
-    are taken to come at once and each backoff at its longest: one that
-    cannot fit before the deadline moves the call to the next source.
-    """
-    ranked = sorted(
-        zip(lane.source_names(), lane.sources, strict=True), key=lambda p: p[1].priority
-    )
-    specs = [SourceSpec(name, s.priority, s.weight) for name, s in ranked]
-    statuses = [label for label in policy.retry_on if label.isdigit()]
-    aside = [label for label in policy.retry_on if label in SET_ASIDE]
-    backoffs = [policy.backoff.ceiling(n) for n in range(1, policy.most_retries() + 1)]
-    time = WalkTime(backoffs, lane.deadline, lane.min_attempt)
-    walks: list[tuple[str, list[str]]] = []
-    for kind, labels, set_aside in (
-        ("an error status", statuses or ["-"], False),
-        ("a timeout or refused connection", aside, True),
-    ):
-        if not labels:
-            continue
-        attempts = 1 + max(policy.retries_allowed(label) for label in labels)
-        walk = failing_walk(specs, attempts, HealthPolicy(), set_aside=set_aside, time=time)
-        walks.append((kind, walk))
-    return walks
-
-
 HEADER = [
     "lane",
     "kind",
@@ -165,10 +134,13 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
     ]
     notes = [f"requests {name}: at most {bound.total} = {bound.describe()}"]
     notes += hedge_notes(name, lane, bound.once)
-    if len(lane.sources) > 1 and policy.most_retries():
+    warnings = _warnings(name, lane, environ, worst)
+    if len(lane.sources) > 1:
         walks = failing_walks(lane, policy)
-        notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
-    return LaneReport(name, row, _warnings(name, lane, environ, worst), notes)
+        if policy.most_retries():
+            notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
+        warnings += unreached_warnings(name, lane, walks)
+    return LaneReport(name, row, warnings, notes)
 
 
 def hedge_notes(name: str, lane: LaneConfig, once: int) -> list[str]:
