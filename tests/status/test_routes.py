@@ -148,7 +148,10 @@ async def test_the_data_has_every_lane_and_source_worst_first(gw, http) -> None:
     assert primary["now"]["requests"] == 3 and primary["now"]["completion_tokens"] > 0
     assert primary["hour"]["cost_usd"] > 0
     assert 0.01 < primary["now"]["latency_p50"] < 5
-    assert source_of(data, "main", "broken")["now"]["requests"] == 0, "never needed"
+    broken = source_of(data, "main", "broken")
+    assert broken["now"]["requests"] == 0, "never needed"
+    assert broken["health"] is None and broken["tier"] == "untried", "was 100% credible"
+    assert primary["tier"] == "credible" and primary["health"] == 1.0
     side = lane_of(data, "side")
     assert side["now"]["errors"] == 3 and side["now"]["errors_by_code"] == {"upstream_error": 3}
     down = source_of(data, "side", "down")

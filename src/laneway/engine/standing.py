@@ -65,6 +65,8 @@ class SourceStanding:
     pushed_back_for: float
     concurrency: Concurrency | None
     quota: Quota | None
+    tried: bool
+    """False while no attempt on the source is logged: its health is then no evidence."""
 
     @property
     def ready(self) -> bool:
@@ -152,6 +154,7 @@ def _source(
         lane.memory.pushed_back_for(source, now),
         _concurrency(lane, source),
         _quota(source, quotas),
+        bool(record.marks),
     )
 
 

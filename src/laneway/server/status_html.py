@@ -173,12 +173,19 @@ def _source(source: dict[str, Any]) -> str:
         f"{escape(source['name'])}<small>{escape(source['provider'])} · "
         f"{escape(source['model'])}</small>",
         _state(verdict, source["reasons"]),
-        f"{source['health']:.0%}<small>{source['tier']}</small>",
+        _health(source),
         breaker_cell,
         _concurrency(source["concurrency"]),
         _quota(source["quota"]),
     ]
     return _row("source " + verdict, source["name"], cells + _figure_cells(source))
+
+
+def _health(source: dict[str, Any]) -> str:
+    """The health score and tier; a source with no logged attempt is untried, not 100%."""
+    if source["health"] is None:
+        return "-<small>untried</small>"
+    return f"{source['health']:.0%}<small>{source['tier']}</small>"
 
 
 def _row(classes: str, name: str, cells: Sequence[str]) -> str:
@@ -224,7 +231,7 @@ def _figure_cells(row: dict[str, Any]) -> list[str]:
         _pair(_percentiles(now, "latency"), _percentiles(hour, "latency")),
         _pair(_percentiles(now, "ttft"), _percentiles(hour, "ttft")),
         _pair(_tokens(now), _tokens(hour)),
-        _pair(_usd(now["cost_usd"]), _usd(hour["cost_usd"])),
+        _pair(usd(now["cost_usd"]), usd(hour["cost_usd"])),
         _traffic_svg(row["points"]) + _latency_svg(row["points"]["latency_p99"]),
     ]
 
@@ -267,10 +274,14 @@ def _count(value: int) -> str:
     return str(value)
 
 
-def _usd(value: float) -> str:
+def usd(value: float) -> str:
+    """Dollars with two significant digits below $1, so a small nonzero cost never reads $0."""
     if not value:
         return "$0"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    digits = max(4, 1 - math.floor(math.log10(value)))
+    return f"${value:.{digits}f}"
 
 
 def _traffic_svg(points: dict[str, list[Any]]) -> str:

@@ -121,8 +121,8 @@ def _source(lane: str, s: SourceStanding, history: History, last: int) -> dict[s
         "problems": list(s.problems),
         "verdict": verdict,
         "reasons": reasons,
-        "health": round(s.health, 3),
-        "tier": s.tier,
+        "health": round(s.health, 3) if s.tried else None,
+        "tier": s.tier if s.tried else "untried",
         "breaker": s.breaker,
         "breaker_reopens_in": None if s.reopens_in is None else round(s.reopens_in, 1),
         "last_failure": s.last_failure,
@@ -157,7 +157,7 @@ def _source_verdict(s: SourceStanding, now: dict[str, Any]) -> tuple[str, list[s
     reasons = []
     if s.breaker == "half-open":
         reasons.append("breaker half-open: the next attempt probes")
-    if s.tier != "credible":
+    if s.tried and s.tier != "credible":
         reasons.append(f"health {s.health:.0%}: {s.tier}, tried after credible sources")
     if s.pushed_back_for > 0:
         reasons.append(f"Retry-After: {s.pushed_back_for:.0f} s left")
