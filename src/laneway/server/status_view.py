@@ -93,6 +93,9 @@ def _lane(standing: LaneStanding, history: History, last: int) -> dict[str, Any]
     sources = [_source(standing.name, s, history, last) for s in standing.sources]
     data = _figures(history, standing.name, LANE, last)
     verdict, reasons = _lane_verdict(standing, sources, data["now"])
+    if verdict == "ok":
+        reasons = _hour_reasons(data["hour"])
+        verdict = "warn" if reasons else "ok"
     return {
         "name": standing.name,
         "kind": standing.kind,
@@ -180,6 +183,15 @@ def _quota_reasons(s: SourceStanding) -> list[str]:
     if quota.tpm and quota.used.tokens >= QUOTA_WARN * quota.tpm:
         out.append(f"tpm {quota.used.tokens} of {quota.tpm}")
     return out
+
+
+def _hour_reasons(hour: dict[str, Any]) -> list[str]:
+    """A lane quiet in the last minute whose calls of the hour mostly failed is worth a look."""
+    rate = hour["error_rate"]
+    if rate is None or rate < ERRORS_DOWN:
+        return []
+    codes = ", ".join(f"{code} {n}" for code, n in hour["errors_by_code"].items())
+    return [f"{hour['errors']} of {hour['requests']} calls failed in the last hour ({codes})"]
 
 
 def _lane_verdict(
