@@ -37,3 +37,18 @@ def test_a_lane_whose_calls_of_the_hour_succeeded_is_ok() -> None:
     for n in range(4):
         history.observe(record(T0 + n), None)
     assert verdict_after(history, 50 * 60) == ("ok", [])
+
+
+def test_no_latency_figure_is_shown_above_the_enforced_deadline() -> None:
+    """Failed before: calls cut at an 8 s deadline showed a p99 above 8 s (the bin's middle)."""
+    history = History()
+    for n in range(4):
+        history.observe(record(T0 + n, latency=8.0, attempts=(Attempt("a", "ok", 8.0),)), None)
+    lane = standing()
+    cut = LaneStanding(lane.name, lane.kind, (), False, lane.sources, deadline=8.0)
+    data = status_data([cut], history, T0 + 30, {})["lanes"][0]
+    assert data["now"]["latency_p99"] == 8.0
+    assert data["sources"][0]["now"]["latency_p99"] == 8.0
+    assert max(p for p in data["points"]["latency_p99"] if p is not None) == 8.0
+    plain = status_data([lane], history, T0 + 30, {})["lanes"][0]
+    assert plain["now"]["latency_p99"] > 8.0, "the uncapped bin lies above the deadline"

@@ -90,6 +90,8 @@ class LaneStanding:
     sources: tuple[SourceStanding, ...]
     fallbacks: tuple[str, ...] = ()
     serves_via: str | None = None
+    deadline: float | None = None
+    """The lane's enforced deadline: no call, so no latency figure, runs past it."""
 
     @property
     def ready(self) -> bool:
@@ -124,7 +126,14 @@ async def _lane(
         for source in lane.sources
     )
     return LaneStanding(
-        lane.name, lane.kind, tuple(lane.problems), lane.memory.panicking, sources, fallbacks, via
+        lane.name,
+        lane.kind,
+        tuple(lane.problems),
+        lane.memory.panicking,
+        sources,
+        fallbacks,
+        via,
+        lane.config.deadline,
     )
 
 

@@ -89,9 +89,27 @@ def _figures(history: History, lane: str, source: str, last: int) -> dict[str, A
     }
 
 
+def _capped(data: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+    """The figures with binned latencies held to the enforced deadline.
+
+    A bin stands for its geometric middle, which for calls cut at the
+    deadline lies above it; no call ran longer than the deadline.
+    """
+    if deadline is None:
+        return data
+    for span in ("now", "hour"):
+        for name in ("latency_p50", "latency_p99", "ttft_p50", "ttft_p99"):
+            value = data[span][name]
+            if value is not None and value > deadline:
+                data[span][name] = deadline
+    points = data["points"]["latency_p99"]
+    data["points"]["latency_p99"] = [p if p is None else min(p, deadline) for p in points]
+    return data
+
+
 def _lane(standing: LaneStanding, history: History, last: int) -> dict[str, Any]:
-    sources = [_source(standing.name, s, history, last) for s in standing.sources]
-    data = _figures(history, standing.name, LANE, last)
+    sources = [_source(standing, s, history, last) for s in standing.sources]
+    data = _capped(_figures(history, standing.name, LANE, last), standing.deadline)
     verdict, reasons = _lane_verdict(standing, sources, data["now"])
     if verdict == "ok":
         reasons = _hour_reasons(data["hour"])
@@ -111,8 +129,8 @@ def _lane(standing: LaneStanding, history: History, last: int) -> dict[str, Any]
     }
 
 
-def _source(lane: str, s: SourceStanding, history: History, last: int) -> dict[str, Any]:
-    data = _figures(history, lane, s.name, last)
+def _source(lane: LaneStanding, s: SourceStanding, history: History, last: int) -> dict[str, Any]:
+    data = _capped(_figures(history, lane.name, s.name, last), lane.deadline)
     verdict, reasons = _source_verdict(s, data["now"])
     concurrency = s.concurrency
     quota = s.quota
