@@ -58,7 +58,7 @@ def gateway_call(call: Call, pricer: Pricer) -> None:
     last, line = rows[-1], call.lines[-1]
     attempts = int(call.headers["x-laneway-attempts"])
     assert sum(r["attempts"] for r in rows) == attempts, (rows, call.headers)
-    assert line["status"] == last["status"], (line, last)
+    assert line["status"] == last["status"] == call.status, (line, last, call.status)
     assert len(line["attempts"]) == last["attempts"], (line, last)
     assert line["cost_usd"] == last["cost_usd"], (line, last)
     tokens = line["tokens"]

@@ -16,6 +16,7 @@ from laneway.core.failures import SET_ASIDE
 from laneway.core.records import CallRecord
 from laneway.engine.lane import retry_policy
 from tests.oracle.cases import MAIN, Case
+from tests.oracle.runner import Call
 from tests.oracle.upstream import Exchange
 
 GRAIN = 1e-6
@@ -117,6 +118,20 @@ def hold_gate_waits(case: Case, records: list[CallRecord]) -> None:
             assert record.latency <= lane.deadline - lane.min_attempt + GRAIN, record
         if record.error == DeadlineExceeded.code:
             assert cut or not record.attempts, ("a deadline blamed for a wait", record)
+
+
+def hold_should_retry(call: Call) -> None:
+    """An error answer after the lane called an upstream, or ran out of time, says not to retry.
+
+    So a caller on its SDK's defaults retries only what no upstream was asked
+    yet (a local wait ended it): ``x-should-retry: false`` whenever the lane's
+    budget is spent.
+    """
+    if call.status < 400:
+        return
+    code = (call.body.get("error") or {}).get("code")
+    if call.exchanges or code in ("deadline_exceeded", "stalled"):
+        assert call.headers.get("x-should-retry") == "false", (call.status, call.headers)
 
 
 def hold_blame(error: Exception | None) -> None:
