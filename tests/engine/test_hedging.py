@@ -150,3 +150,36 @@ def test_check_prints_the_hedge_and_its_bound() -> None:
     assert "hedge lane: after 800ms, max_share 0.1; at most 4 = 2 attempts + 2 hedges" in (
         "\n".join(report.notes)
     )
+
+
+@in_virtual_time
+async def test_an_unexpected_error_in_a_raced_attempt_releases_both_admissions(
+    vsim: VirtualSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug raised by one attempt (not an attempt failure) ends the call; nothing stays held."""
+    from laneway.engine import race
+    from laneway.engine.admission import SourceAdmission
+
+    released: list[str] = []
+    release = SourceAdmission.release
+
+    async def recorded(self: SourceAdmission, admitted: Any) -> None:
+        released.append(admitted.source.name)
+        await release(self, admitted)
+
+    def racing(self: race.Race[Any], *args: Any) -> None:
+        init(self, *args)
+
+        async def broken(admitted: Any) -> Any:
+            await vsim.clock.sleep(0.3)  # the hedge starts at 0.2 s, the first raises at 0.3 s
+            raise RuntimeError("a bug in the attempt")
+
+        self.attempt = broken
+
+    init = race.Race.__init__
+    monkeypatch.setattr(SourceAdmission, "release", recorded)
+    monkeypatch.setattr(race.Race, "__init__", racing)
+    async with two_sources(vsim, "ok", "ok", hedge={"after": "200ms"}) as lw:
+        with pytest.raises(RuntimeError, match="a bug in the attempt"):
+            await lw.chat("lane", MESSAGES)
+    assert len(released) == 2

@@ -82,8 +82,8 @@ class Race(Generic[T]):
                     continue
                 await self._first_of(runners, action.at if isinstance(action, WaitUntil) else None)
                 for runner in [r for r in runners if r.task.done()]:
+                    ended = self._ended(runner)  # raises an unexpected error: released below
                     runners.remove(runner)
-                    ended = self._ended(runner)
                     if ended.answered:
                         await self._cancel(runners)
                         return ended
