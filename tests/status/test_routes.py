@@ -180,3 +180,26 @@ async def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> 
             assert (await call(gateway, "GET", path)).status == 404
     finally:
         await engine.aclose()
+
+
+async def test_metrics_gauge_each_sources_breaker_and_health(gw, http) -> None:
+    """Failed before: /metrics had no breaker-state or source-health gauge (issue 23, defect 16)."""
+    for _ in range(3):
+        await chat(http, gw, "side", headers={"Authorization": "Bearer k-all"})
+    assert await chat(http, gw, "main", headers={"Authorization": "Bearer k-all"}) == 200
+    async with http.get(f"{gw.url}/metrics", headers=OPS) as response:
+        assert response.status == 200
+        text = await response.text()
+    gauges = {
+        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+        for line in text.splitlines()
+        if line.startswith(("laneway_breaker_state{", "laneway_source_health{"))
+    }
+    states = {"closed": 0.0, "half-open": 1.0, "open": 2.0}
+    down = source_of(await status_json(http, gw, OPS), "side", "down")
+    assert gauges['laneway_breaker_state{lane="main",source="primary"}'] == 0.0
+    assert gauges['laneway_source_health{lane="main",source="primary"}'] == 1.0
+    assert gauges['laneway_breaker_state{lane="side",source="down"}'] == states[down["breaker"]]
+    assert gauges['laneway_source_health{lane="side",source="down"}'] < 0.5
+    assert 'laneway_breaker_state{lane="main",source="broken"}' in gauges
+    assert 'laneway_source_health{lane="main",source="broken"}' not in gauges, "untried"

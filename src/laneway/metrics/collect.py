@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -250,12 +250,19 @@ class Metrics:
             self.registry.register(_KeyLedgerCollector(self))
         self.key_ledger = ledger
 
-    def render(self) -> tuple[bytes, str]:
-        """The exposition text and its content type (every worker's, when shared)."""
+    def render(self, now: Sequence[Metric] = ()) -> tuple[bytes, str]:
+        """The exposition text and its content type (every worker's, when shared).
+
+        ``now``: families read at this scrape (source standings), added as they are.
+        """
         if self.share is None:
-            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+            if not now:
+                return generate_latest(self.registry), CONTENT_TYPE_LATEST
+            return generate_latest(
+                registry_of([*self.registry.collect(), *now])
+            ), CONTENT_TYPE_LATEST
         merged = self.share.merged(self.registry.collect())
-        return generate_latest(registry_of(merged)), CONTENT_TYPE_LATEST
+        return generate_latest(registry_of([*merged, *now])), CONTENT_TYPE_LATEST
 
     def write_snapshot(self) -> None:
         """Write this worker's figures and history to the shared folder (when shared)."""
@@ -350,9 +357,9 @@ class Metrics:
         return histogram
 
 
-def render_metrics(metrics: Metrics) -> tuple[bytes, str]:
+def render_metrics(metrics: Metrics, now: Sequence[Metric] = ()) -> tuple[bytes, str]:
     """The body and ``Content-Type`` of a ``GET /metrics`` answer."""
-    return metrics.render()
+    return metrics.render(now)
 
 
 class _CallCollector(Collector):

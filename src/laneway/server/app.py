@@ -565,7 +565,8 @@ class Gateway:
         """Prometheus exposition of every lane (who may scrape: see the module doc)."""
         self._check_scraper(self.keys.caller(ex.headers), "the metrics cover")
         assert self.metrics is not None
-        body, content_type = render_metrics(self.metrics)
+        gauges = await self.status.gauges() if self.status is not None else []
+        body, content_type = render_metrics(self.metrics, gauges)
         body = self.redactor.bytes(body)
         await self._send(ex, Reply(200, body, [], content_type.encode()))
 

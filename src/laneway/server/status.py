@@ -29,10 +29,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from prometheus_client.core import Metric
 
 from laneway.engine.gateway import Engine
-from laneway.engine.standing import stand
+from laneway.engine.standing import LaneStanding, stand
 from laneway.metrics import Metrics
+from laneway.metrics.standing import SourceGauge, standing_families
 from laneway.server.asgi import Reply
 from laneway.server.status_view import status_data
 
@@ -62,11 +64,25 @@ class StatusPage:
         self.engine = engine
         self.metrics = metrics
 
+    async def standings(self) -> list[LaneStanding]:
+        """Every lane's standing now (one store peek per lane)."""
+        engine = self.engine
+        store = engine.loop.admission.store
+        return await stand(engine.lanes, store, engine.clock, engine.config.fallback_chain)
+
+    async def gauges(self) -> list[Metric]:
+        """``/metrics``' breaker-state and source-health gauges, read now."""
+        rows = [
+            SourceGauge(lane.name, s.name, s.breaker, s.health if s.tried else None)
+            for lane in await self.standings()
+            for s in lane.sources
+        ]
+        return standing_families(rows)
+
     async def data(self) -> dict[str, Any]:
         """Everything the page shows (the ``/status.json`` body)."""
         engine = self.engine
-        store = engine.loop.admission.store
-        standings = await stand(engine.lanes, store, engine.clock, engine.config.fallback_chain)
+        standings = await self.standings()
         shared_state = engine.config.state.url is not None
         worker = {
             "pid": os.getpid(),
