@@ -10,6 +10,7 @@ sends real requests to a real sim.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from pathlib import Path
@@ -20,8 +21,10 @@ import yaml
 
 from laneway.app import build_engine
 from laneway.cli.main import main
+from laneway.cli.size import _candidate as size_candidate
 from laneway.clocks import VirtualClock
 from laneway.config.load import load_config
+from laneway.config.models import LaneConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
 from laneway.sim import RunningSim
@@ -194,3 +197,17 @@ def test_no_telemetry_yet_says_so(
     code = main(["size", "engram", "--config", str(config)])
     assert code == 0
     assert "no recorded calls" in capsys.readouterr().out
+
+
+def test_a_measured_candidate_keeps_its_own_attempt_timeout(tmp_path: Path) -> None:
+    """Failed before: ``5s/0`` on a lane with a 1 s deadline was measured with the 1 s deadline."""
+    lane = LaneConfig.model_validate(
+        {"deadline": "1s", "sources": [{"base_url": "http://127.0.0.1:1/v1", "model": "m"}]}
+    )
+    ns = argparse.Namespace(client_deadline=None, margin=0.5)
+    settings = size_candidate("5s/0", lane, ns)
+    assert settings.attempt_timeout == 5.0 and settings.retries == 0
+    assert settings.deadline >= 5.0
+    assert settings.apply(lane).deadline >= 5.0
+    held = size_candidate("5s/0", lane, argparse.Namespace(client_deadline=3.0, margin=0.5))
+    assert held.deadline == 2.5, "a caller's deadline still bounds the candidate"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from laneway.config.load import load_config
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
+from laneway.engine.lane import retry_policy
 from laneway.sizing.candidates import CandidateSettings, Goal, candidates, recommend, score
 from laneway.sizing.measure import Measured, measure, slow_sources
 from laneway.sizing.render import candidates_table, evidence, table, yaml_snippet
@@ -239,14 +241,24 @@ async def _measured(
 
 
 def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> CandidateSettings:
-    """``8s/2``: attempt_timeout 8 s, 2 retries; the deadline fits the caller as usual."""
+    """``8s/2``: attempt_timeout 8 s, 2 retries; the deadline fits the caller as usual.
+
+    With no client deadline, the lane's deadline is raised to the candidate's
+    own worst case when shorter, so the candidate is measured as written
+    (``5s/0`` on a 1 s lane was cut at 1 s).
+    """
     timeout_text, _, retries_text = text.partition("/")
     timeout = parse_duration(timeout_text)
     retries = int(retries_text) if retries_text else lane.retries
     if retries < 0:
         raise ValueError(f"{text!r}: retries must be >= 0")
     goal = _goal(lane, ns)
-    deadline = lane.deadline if goal.client_deadline is None else goal.client_deadline - goal.margin
+    if goal.client_deadline is not None:
+        deadline = goal.client_deadline - goal.margin
+    else:
+        trial = lane.model_copy(update={"attempt_timeout": timeout, "retries": retries})
+        needed = retry_policy(trial).worst_case(trial.per_attempt, math.inf)
+        deadline = max(lane.deadline, needed)
     return CandidateSettings(text, timeout, retries, deadline, lane.first_byte_timeout)
 
 
