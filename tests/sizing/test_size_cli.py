@@ -27,6 +27,7 @@ from laneway.config.load import load_config
 from laneway.config.models import LaneConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
+from laneway.errors import CallFailed
 from laneway.sim import RunningSim
 from laneway.telemetry import writer_for
 from tests.helpers import Upstream, sim_url, unique_spec
@@ -211,3 +212,33 @@ def test_a_measured_candidate_keeps_its_own_attempt_timeout(tmp_path: Path) -> N
     assert settings.apply(lane).deadline >= 5.0
     held = size_candidate("5s/0", lane, argparse.Namespace(client_deadline=3.0, margin=0.5))
     assert held.deadline == 2.5, "a caller's deadline still bounds the candidate"
+
+
+async def record_failing_calls(path: Path, count: int, vsim: VirtualSim) -> list[CallRecord]:
+    """``count`` chat calls that all fail; their call records."""
+    config, environ = load_config(path)
+    records = Records()
+    engine = build_engine(
+        config, environ, transport=vsim.transport, clock=vsim.clock, observers=[records]
+    )
+    try:
+        for _ in range(count):
+            with pytest.raises(CallFailed):
+                await engine.chat("engram", REQUEST)
+    finally:
+        await engine.aclose()
+    return records.kept
+
+
+def test_check_fails_a_lane_that_answered_none_of_its_calls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failed before: ``--check`` printed ``ok`` for a lane that answered 0% of its calls."""
+    vsim = VirtualSim(VirtualClock(wall_start=time.time()))
+    config = write_config(tmp_path / "dead.yaml", vsim, unique_spec("status=500"), retries=0)
+    records = vsim.clock.run(record_failing_calls(config, 20, vsim))
+    asyncio.run(write_telemetry(config, records))
+    code = main(["size", "--check", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "FAIL lane engram: the current settings answer 0.0% of the 20 recorded calls" in out

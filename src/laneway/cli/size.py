@@ -60,7 +60,7 @@ def main(argv: Sequence[str]) -> int:
         goal = _goal(config.lanes[name], ns)
         calls = recorded.get(name, [])
         if ns.check:
-            status |= _check(name, config.lanes[name], calls, goal, ns.max_cut)
+            status |= _check(name, config.lanes[name], calls, goal, (ns.max_cut, ns.min_answered))
         else:
             _report(name, config.lanes[name], calls, goal, percentiles)
     return status
@@ -80,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="fail on configured settings")
     parser.add_argument(
         "--max-cut", type=float, default=0.01, help="--check: share of answers a timeout may cut"
+    )
+    parser.add_argument(
+        "--min-answered",
+        type=float,
+        default=0.9,
+        help="--check: share of the recorded calls the settings must answer",
     )
     parser.add_argument("--measure", action="store_true", help="measure candidates live")
     parser.add_argument(
@@ -159,8 +165,14 @@ def _report(
 
 
 def _check(
-    name: str, lane: LaneConfig, calls: list[RecordedCall], goal: Goal, max_cut: float
+    name: str,
+    lane: LaneConfig,
+    calls: list[RecordedCall],
+    goal: Goal,
+    bounds: tuple[float, float],
 ) -> int:
+    """``bounds``: the share of answers a timeout may cut, the share of calls to answer."""
+    max_cut, min_answered = bounds
     if not calls:
         print(f"lane {name}: no recorded calls in that window; not checked")
         return 0
@@ -180,12 +192,18 @@ def _check(
             f"of the answers telemetry saw (allowed {max_cut:.1%}): raise attempt_timeout "
             f"(see `laneway size {name}`)"
         )
+    if result.answered < min_answered:
+        problems.append(
+            f"the current settings answer {result.answered:.1%} of the {len(calls)} recorded "
+            f"calls replayed (wanted {min_answered:.1%}): see `laneway size {name}`"
+        )
     for problem in problems:
         print(f"FAIL lane {name}: {problem}")
     if not problems:
         print(
             f"ok   lane {name}: p99 wall {format_duration(result.p99_wall)}, "
-            f"{result.cut:.1%} of answers cut, {len(calls)} calls replayed"
+            f"{result.answered:.1%} answered, {result.cut:.1%} of answers cut, "
+            f"{len(calls)} calls replayed"
         )
     return 1 if problems else 0
 
