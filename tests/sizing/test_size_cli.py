@@ -242,3 +242,17 @@ def test_check_fails_a_lane_that_answered_none_of_its_calls(
     out = capsys.readouterr().out
     assert code == 1, out
     assert "FAIL lane engram: the current settings answer 0.0% of the 20 recorded calls" in out
+
+
+def test_no_setting_is_recommended_when_no_call_was_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failed before: with no call answered, the current settings were recommended."""
+    vsim = VirtualSim(VirtualClock(wall_start=time.time()))
+    config = write_config(tmp_path / "dead.yaml", vsim, unique_spec("status=500"), retries=0)
+    records = vsim.clock.run(record_failing_calls(config, 20, vsim))
+    asyncio.run(write_telemetry(config, records))
+    assert main(["size", "engram", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "recommended:" not in out
+    assert "no candidate would have answered any recorded call" in out

@@ -149,9 +149,17 @@ def _report(
     print(evidence(name, calls, profiles(calls)))
     print()
     scores = [score(name, lane, calls, s, goal) for s in candidates(lane, calls, goal, percentiles)]
-    pick = recommend(scores, goal)
+    pick = recommend(scores, goal) if any(s.answered for s in scores) else None
     print(candidates_table(scores, pick[0] if pick else None, goal))
     print()
+    if not any(s.answered for s in scores):
+        print(
+            "no candidate would have answered any recorded call (each failed or was cut at its "
+            "timeout or deadline): telemetry holds no answer time to size from, so no setting "
+            f"is recommended; raise attempt_timeout and deadline, or run `laneway size {name} "
+            "--measure --candidate TIMEOUT/RETRIES`"
+        )
+        return
     if pick is None:
         deadline = format_duration(goal.client_deadline or 0)
         print(
