@@ -357,12 +357,16 @@ class Gateway:
         await self._last_snapshot()
 
     async def close(self) -> None:
-        """Close the engine and the key ledger."""
+        """Close the engine, the key ledger, and the key store (closing again is harmless)."""
         try:
             await self.engine.aclose()
         finally:
             if self.limits is not None:
                 await self.limits.ledger.aclose()
+            if self.admin is not None:
+                await self.admin.aclose()
+            if self.stored is not None:
+                await self.stored.aclose()
 
     async def _last_snapshot(self) -> None:
         """Stop the snapshots and write the final figures, so the other workers count them."""
