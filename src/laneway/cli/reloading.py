@@ -31,7 +31,7 @@ from laneway.cli.compose import Composer
 from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config, restart_only_changes
 from laneway.cli.rundir import ServerStatus, StatusFile
 from laneway.config.models import LanewayConfig
-from laneway.metrics.collect import ConfigFigures
+from laneway.metrics.watched import ConfigFigures
 from laneway.server.health import ConfigId
 from laneway.server.reload import ReloadingGateway
 

@@ -58,7 +58,7 @@ from laneway.core.types import (
 from laneway.engine.gateway import Engine
 from laneway.engine.recording import CallClock
 from laneway.metrics import Metrics, render_metrics
-from laneway.metrics.collect import KeyLedgerReport
+from laneway.metrics.watched import KeyLedgerReport
 from laneway.server.asgi import (
     BodyTooLarge,
     ClientGone,
