@@ -49,7 +49,18 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "attempt (provider request, aiohttp to the upstream, parse the answer)",
-        ("laneway/http/", "laneway/providers/", "laneway/engine/redaction.py", "aiohttp/"),
+        (
+            "laneway/http/",
+            "laneway/providers/",
+            "laneway/engine/redaction.py",
+            "aiohttp/",
+            "request_body (laneway/wire/",
+            "laneway/wire/decoding.py",
+            "read_completion",
+            "answer_vectors",
+            "read_message",
+            "read_generate",
+        ),
     ),
     (
         "admission (key rpm, source quota and pick)",
@@ -60,7 +71,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "render (answer body, headers, write)",
         (
             "laneway/server/render.py",
-            "laneway/server/answer",
+            "_body (laneway/wire/",
             "laneway/server/openai_",
             "send_reply",
             "tagging_send",
@@ -72,6 +83,9 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "laneway/server/parse.py",
             "laneway/server/dialect.py",
+            "laneway/wire/openai/chat_request.py",
+            "request_reader.py",
+            "embed_call",
             "laneway/core/shapes.py",
             "laneway/server/request_ids.py",
             "laneway/server/browsers.py",

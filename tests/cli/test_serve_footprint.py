@@ -24,6 +24,9 @@ OPTIONAL = (
     "laneway.providers.anthropic",  # other wire formats: when a source names them
     "laneway.providers.gemini",
     "laneway.providers.azure",
+    "laneway.wire.anthropic",  # their wire formats, read and written
+    "laneway.wire.gemini",
+    "laneway.wire.responses",
     "laneway.server.anthropic_messages",  # inbound dialects: at their first call
     "laneway.server.responses_api",
     "laneway.server.status_html",  # the status page: at its first view

@@ -25,8 +25,8 @@ from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transp
 from laneway.engine.redaction import RedactingTransport
 from laneway.errors import StreamInterrupted, UpstreamFailed
 from laneway.http import AiohttpTransport
-from laneway.providers.base import load_json
 from laneway.sim import RunningSim
+from laneway.wire.decoding import load_json
 from tests.engine.test_source_choice import closed_port
 from tests.helpers import sim_url, unique_spec
 

@@ -9,7 +9,8 @@ from laneway.core.errors import AttemptFailure, RequestInvalid
 from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest, EmbedRequest, Reasoning
-from laneway.providers.anthropic import AnthropicProvider, anthropic_usage
+from laneway.providers.anthropic import AnthropicProvider
+from laneway.wire.anthropic.answer import anthropic_usage
 from tests.providers.support import fixture, sse_events
 
 ROOT = "https://api.anthropic.com/v1"

@@ -10,7 +10,8 @@ from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest, EmbedRequest, Reasoning
 from laneway.core.vectors import floats
-from laneway.providers.gemini import GeminiProvider, gemini_usage
+from laneway.providers.gemini import GeminiProvider
+from laneway.wire.gemini.answer import gemini_usage
 from tests.providers.support import fixture, sse_events
 
 ROOT = "https://generativelanguage.googleapis.com/v1beta"

@@ -13,7 +13,7 @@ from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpResponse
 from laneway.core.types import ChatRequest
 from laneway.providers.gemini import GeminiProvider
-from laneway.providers.gemini_schema import gemini_schema
+from laneway.wire.gemini.schema import gemini_schema
 
 PROVIDER = GeminiProvider("https://generativelanguage.googleapis.com/v1beta", "gemini-x", "k")
 HI = [{"role": "user", "content": "Hi"}]

@@ -10,7 +10,7 @@ import pytest
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.vectors import EncodedVector, base64_length, encoded, floats
-from laneway.providers.openai_embed import answer_vectors
+from laneway.wire.openai.embeddings import answer_vectors
 
 
 def answer(*embeddings: object, **extra: object) -> dict[str, object]:

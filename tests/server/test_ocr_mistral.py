@@ -8,7 +8,7 @@ import pytest
 
 from laneway.core.types import OCRResponse, Usage
 from laneway.errors import RequestInvalid
-from laneway.server.ocr_mistral import ocr_response_body, parse_ocr_request
+from laneway.wire.mistral_ocr import ocr_response_body, parse_ocr_request
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 

@@ -38,6 +38,7 @@ from laneway.core.errors import (
 from laneway.core.estimate import embed_usage_or_estimate
 from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta
+from laneway.core.results import EmbedResult
 from laneway.core.types import Attempt, CacheStatus, EmbeddingResponse, EmbedRequest, Usage
 from laneway.core.usage import sum_usage
 from laneway.core.vectors import Vector, conformed, encoded, floats, vector_length
@@ -45,7 +46,6 @@ from laneway.engine.bounded import run_bounded
 from laneway.engine.recording import CallClock
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
-from laneway.providers.base import EmbedResult
 
 if TYPE_CHECKING:
     from laneway.engine.lane import Lane, Source

@@ -19,6 +19,7 @@ from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta, CallObserver, RecordPricer, no_prices
 from laneway.core.redact import NO_SECRETS, Redactor
+from laneway.core.results import ChatResult
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -47,7 +48,6 @@ from laneway.engine.response_cache import ResponseCache
 from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
-from laneway.providers.base import ChatResult
 from laneway.state.base import SourceStore
 
 

@@ -76,17 +76,9 @@ from laneway.server.errors import Refused, call_headers
 from laneway.server.health import ConfigId, lane_states, readiness_body
 from laneway.server.keys import Caller, KeyRing, model_body
 from laneway.server.limits import UNLIMITED, KeyLimits, LimitedCall, key_limits
-from laneway.server.ocr_mistral import parse_ocr_request
-from laneway.server.parse import (
-    cache_control,
-    caller_deadline,
-    check_embed_bounds,
-    embed_call,
-    json_object,
-    lane_name,
-)
+from laneway.server.parse import cache_control, caller_deadline, check_embed_bounds
 from laneway.server.protocol import DEPARTURE, Departure
-from laneway.server.render import answer_headers, embeddings_body, ocr_body
+from laneway.server.render import answer_headers, ocr_body
 from laneway.server.request_ids import (
     REQUEST_ID_RULE,
     forwarded_headers,
@@ -96,6 +88,9 @@ from laneway.server.request_ids import (
 from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer, refresh_seconds
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
+from laneway.wire.mistral_ocr import parse_ocr_request
+from laneway.wire.openai.chat_request import json_object, lane_name
+from laneway.wire.openai.embeddings import embed_call, embeddings_body
 
 if TYPE_CHECKING:
     from laneway.server.admin import AdminApi

@@ -20,8 +20,8 @@ from laneway.core.errors import RequestInvalid
 from laneway.core.messages import estimate_tokens, message_texts
 from laneway.engine.gateway import Engine
 from laneway.engine.token_count import upstream_count
-from laneway.server.anthropic_messages import read_messages
 from laneway.server.asgi import Reply
+from laneway.wire.anthropic.request_reader import read_messages
 
 _COUNT_FIELDS = frozenset(
     {
@@ -58,6 +58,6 @@ async def count_tokens(engine: Engine, lane_name: str, data: dict[str, Any]) -> 
 
 def _estimate(data: dict[str, Any]) -> int:
     """laneway's estimate; the body is checked as a Messages API body first (400 naming a field)."""
-    call = read_messages({**data, "max_tokens": 1}, {})
+    request = read_messages({**data, "max_tokens": 1}, {})
     tools = orjson.dumps(data["tools"]).decode() if data.get("tools") else ""
-    return estimate_tokens(*message_texts(call.request.messages), tools)
+    return estimate_tokens(*message_texts(request.messages), tools)

@@ -4,7 +4,8 @@ OpenAI's chat completions, Anthropic's Messages API and OpenAI's Responses
 API reach the same engine call on the same lane, whatever the lane's sources
 speak: a ``Dialect`` reads its body into an ``InboundChat`` (the request, and
 how to write the answer back in the caller's format) and renders errors in
-that format's shape.
+that format's shape. The shapes are ``laneway.wire``'s; a dialect binds them
+to the server's errors.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Any
 
 from laneway.core.types import ChatRequest, LLMResponse
 from laneway.server.asgi import Reply
-from laneway.server.errors import error_reply, internal_error_reply
-from laneway.server.parse import chat_call
-from laneway.server.render import chat_body
+from laneway.server.errors import Refused, error_reply, internal_error_reply
 from laneway.server.streaming import OpenAIEncoder, StreamEncoder
+from laneway.wire.blocks import MalformedAnswer
+from laneway.wire.openai.chat_answer import completion_body
+from laneway.wire.openai.chat_request import chat_call
 
 Forwarded = Mapping[str, str]
 """The caller's headers to send upstream (``X-Request-Id``, ``OpenAI-Organization``...)."""
@@ -48,10 +50,24 @@ class Dialect:
     """The 500 for an unexpected exception, given the lane and the request id."""
 
 
+def refusing_malformed(write: Callable[[LLMResponse], bytes]) -> Callable[[LLMResponse], bytes]:
+    """``write``, with an answer its wire format cannot write back answered as a 502."""
+
+    def body(result: LLMResponse) -> bytes:
+        try:
+            return write(result)
+        except MalformedAnswer as exc:
+            raise Refused(502, "upstream_malformed", str(exc)) from exc
+
+    return body
+
+
 def _openai_chat(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
     call = chat_call(data, forwarded)
     include_usage = call.include_usage
-    return InboundChat(call.request, call.stream, chat_body, lambda: OpenAIEncoder(include_usage))
+    return InboundChat(
+        call.request, call.stream, completion_body, lambda: OpenAIEncoder(include_usage)
+    )
 
 
 OPENAI_CHAT = Dialect(_openai_chat, error_reply, internal_error_reply)

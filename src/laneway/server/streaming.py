@@ -22,14 +22,13 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-import orjson
-
 from laneway.core.errors import LanewayError
 from laneway.core.types import ChatChunk
 from laneway.engine.chain_stream import ChatStream
 from laneway.server.asgi import Send
 from laneway.server.errors import sse_error
 from laneway.server.render import answer_headers
+from laneway.wire.openai.chat_answer import completion_chunk_event
 
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = [
@@ -70,7 +69,7 @@ class OpenAIEncoder:
             not self._include_usage and chunk.usage is not None and not raw.get("choices")
         ):
             return b""
-        return b"data: " + orjson.dumps(raw) + b"\n\n"
+        return completion_chunk_event(raw)
 
     def end(self) -> bytes:
         """``[DONE]``."""

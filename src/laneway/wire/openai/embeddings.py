@@ -1,4 +1,6 @@
-"""Reading an OpenAI embeddings answer, its vectors kept as they came when a relay asks.
+"""OpenAI's embeddings: a caller's request read, a source's request written, answers both ways.
+
+An answer's vectors are kept as they came when a relay asks.
 
 Decoding 64 × 1,536 JSON numbers into Python floats and writing them out
 again cost a relay ~4 ms of CPU a call, more than moving the 2 MB does. When
@@ -16,17 +18,119 @@ digits of each number are the upstream's, relayed as sent (``_plain_array``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from laneway.core.errors import AttemptFailure
+import orjson
+
+from laneway.core.errors import AttemptFailure, RequestInvalid
 from laneway.core.failures import FailureKind
+from laneway.core.types import EmbeddingResponse, EmbedInput, EmbedRequest
 from laneway.core.vectors import EncodedVector, Vector, VectorEncoding, base64_length
-from laneway.providers.base import load_json
+from laneway.wire.decoding import load_json
+from laneway.wire.openai.chat_request import FieldTypes, check_types
 
 _KEY = b'"embedding"'
 _TO_ARRAY = re.compile(rb"\s*:\s*\[")
 _NUMBER_CHARS = b"0123456789.eE+-"
 _WHITESPACE = b" \t\n\r"
+EMBED_FIELDS: FieldTypes = {
+    "dimensions": ((int,), "an integer"),
+    "encoding_format": ((str,), "a string"),
+    "user": ((str,), "a string"),
+}
+_ENCODINGS = ("float", "base64")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedCall:
+    """A validated embeddings request; ``base64`` asks for packed float32 vectors."""
+
+    request: EmbedRequest
+    base64: bool
+
+
+def embed_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> EmbedCall:
+    """Validate a ``/v1/embeddings`` body (its ``model`` already read).
+
+    ``data`` is consumed: what remains of it becomes the upstream parameters;
+    ``forwarded`` are the caller's headers to send upstream.
+    """
+    check_types(data, EMBED_FIELDS)
+    dimensions = data.pop("dimensions", None)
+    if dimensions is not None and dimensions <= 0:
+        raise RequestInvalid("dimensions", "must be a positive integer")
+    encoding: VectorEncoding = data.pop("encoding_format", None) or "float"
+    if encoding not in _ENCODINGS:
+        raise RequestInvalid("encoding_format", "must be 'float' or 'base64'")
+    inputs = _inputs(data.pop("input", None))
+    del data["model"]
+    request = EmbedRequest(inputs, dimensions, data, forwarded, encoding)
+    return EmbedCall(request, encoding == "base64")
+
+
+def _inputs(value: object) -> list[EmbedInput]:
+    """``input`` as a list of texts and token arrays (OpenAI takes one or a list of either)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not value:
+        raise RequestInvalid(
+            "input", "must be a string, a token array, or a non-empty list of them"
+        )
+    if all(_is_token(item) for item in value):
+        return [value]
+    for index, item in enumerate(value):
+        if not isinstance(item, str) and not _is_token_array(item):
+            message = "must be a string or a non-empty array of token ids (integers)"
+            raise RequestInvalid(f"input[{index}]", message)
+    return value
+
+
+def _is_token(item: object) -> bool:
+    return isinstance(item, int) and not isinstance(item, bool) and item >= 0
+
+
+def _is_token_array(item: object) -> bool:
+    return isinstance(item, list) and bool(item) and all(_is_token(token) for token in item)
+
+
+def embed_request_body(request: EmbedRequest, model: str) -> bytes:
+    """The body for a source; ``dimensions`` is sent when the lane pins it.
+
+    Token arrays go as they came: OpenAI-compatible embeddings APIs take them.
+    A caller who wants base64 gets the upstream's base64 (a quarter of the
+    bytes, relayed as sent).
+    """
+    body: dict[str, Any] = {**request.params, "model": model, "input": request.inputs}
+    if request.dimensions is not None:
+        body["dimensions"] = request.dimensions
+    if request.encoding == "base64":
+        body["encoding_format"] = "base64"
+    return orjson.dumps(body)
+
+
+def embeddings_body(result: EmbeddingResponse) -> bytes:
+    """The ``/v1/embeddings`` answer, each vector in the encoding its caller asked.
+
+    The vectors come encoded (``EmbeddingResponse.encoded``): base64 strings
+    as the upstream sent them, float arrays as the upstream's JSON text
+    (``orjson.Fragment`` writes them without parsing). Unknown usage is left
+    out; unknown figures of known usage stay ``null``.
+    """
+    data: list[dict[str, Any]] = [
+        {
+            "object": "embedding",
+            "index": index,
+            "embedding": orjson.Fragment(v.text) if v.encoding == "float" else v.text,
+        }
+        for index, v in enumerate(result.encoded)
+    ]
+    body: dict[str, Any] = {"object": "list", "data": data, "model": result.model}
+    if result.usage.known:
+        usage = result.usage
+        body["usage"] = {"prompt_tokens": usage.prompt_tokens, "total_tokens": usage.total_tokens}
+    return orjson.dumps(body)
 
 
 def answer_vectors(

@@ -1,4 +1,4 @@
-"""Answers, streams and errors in the shapes of OpenAI's Responses API.
+"""Answers and streams written in the shapes of OpenAI's Responses API.
 
 A chat answer becomes a ``response`` whose ``output`` holds, in order, a
 ``reasoning`` item (the source's reasoning as ``reasoning_text`` content), a
@@ -14,14 +14,13 @@ ends it with an ``error`` event.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from laneway.core.types import ChatChunk, LLMResponse, Usage
-from laneway.server.answer_parts import (
+from laneway.wire.blocks import (
     Block,
     BlockEvent,
     BlockReader,
@@ -30,16 +29,18 @@ from laneway.server.answer_parts import (
     Signed,
     answer_parts,
 )
-from laneway.server.errors import describe_error
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
 _ITEM_PREFIX = {"text": "msg", "reasoning": "rs", "redacted": "rs", "tool": "fc"}
 
 
-def response_body(echo: Mapping[str, Any], result: LLMResponse) -> bytes:
-    """The complete answer as a ``response`` object."""
+def response_body(echo: Mapping[str, Any], result: LLMResponse, now: float) -> bytes:
+    """The complete answer as a ``response`` object (``now``: Unix time, for its stamps).
+
+    ``MalformedAnswer`` when a tool call is malformed.
+    """
     parts = answer_parts(result)
-    base = _base_id(parts.id)
+    base = _base_id(parts.id, now)
     blocks: list[Block] = []
     if parts.reasoning:
         blocks.append(Block(len(blocks), "reasoning", parts.reasoning))
@@ -48,7 +49,7 @@ def response_body(echo: Mapping[str, Any], result: LLMResponse) -> bytes:
     for call in parts.tool_calls:
         blocks.append(Block(len(blocks), "tool", call.arguments, call.id, call.name))
     output = [_item(base, block, "completed") for block in blocks]
-    response = _response(echo, base, parts.model, parts.finish_reason, output)
+    response = _response(echo, base, parts.model, parts.finish_reason, output, now)
     response["usage"] = responses_usage(result.usage)
     created = result.raw.get("created")
     if isinstance(created, int):
@@ -56,8 +57,8 @@ def response_body(echo: Mapping[str, Any], result: LLMResponse) -> bytes:
     return orjson.dumps(response)
 
 
-def _base_id(answer_id: str) -> str:
-    return answer_id or f"laneway-{time.time_ns():x}"
+def _base_id(answer_id: str, now: float) -> str:
+    return answer_id or f"laneway-{int(now * 1e9):x}"
 
 
 def _response(
@@ -66,13 +67,14 @@ def _response(
     model: str,
     finish: str | None,
     output: list[dict[str, Any]],
+    now: float,
     status: str | None = None,
 ) -> dict[str, Any]:
     reason = _INCOMPLETE.get(finish or "")
     return {
         "id": f"resp_{base}",
         "object": "response",
-        "created_at": int(time.time()),
+        "created_at": int(now),
         "status": status or ("incomplete" if reason else "completed"),
         "model": model,
         "output": output,
@@ -137,11 +139,16 @@ def responses_usage(usage: Usage | None) -> dict[str, Any] | None:
     }
 
 
-class ResponsesEncoder:
-    """Writes a stream as the Responses API's events, numbered in order."""
+class ResponsesEventWriter:
+    """Writes a stream of OpenAI chunks as the Responses API's events, numbered in order.
 
-    def __init__(self, echo: Mapping[str, Any]) -> None:
+    ``now`` (Unix time when the stream began) stamps ``created_at``, and the
+    ids when the source gave none.
+    """
+
+    def __init__(self, echo: Mapping[str, Any], now: float) -> None:
         self._echo = echo
+        self._now = now
         self._reader = BlockReader()
         self._sequence = 0
         self._started = False
@@ -161,9 +168,12 @@ class ResponsesEncoder:
         kind = f"response.{response['status']}"
         return head + closing + self._sse(kind, {"response": response})
 
-    def failed(self, exc: Exception, lane: str) -> bytes:
-        """An ``error`` event (the stream ends without ``response.completed``)."""
-        error = describe_error(exc, lane)[1].get("error") or {}
+    def error(self, described: dict[str, Any]) -> bytes:
+        """An ``error`` event (the stream ends without ``response.completed``).
+
+        ``described`` is laneway's OpenAI-shaped account, ``{"error": {...}}``.
+        """
+        error = described.get("error") or {}
         payload = {"code": error.get("code"), "message": error.get("message", ""), "param": None}
         return self._start() + self._sse("error", payload)
 
@@ -171,12 +181,14 @@ class ResponsesEncoder:
         reader = self._reader
         done = "in_progress" if status else "completed"
         output = [_item(self._base, block, done) for block in reader.blocks]
-        return _response(self._echo, self._base, reader.model, reader.finish_reason, output, status)
+        return _response(
+            self._echo, self._base, reader.model, reader.finish_reason, output, self._now, status
+        )
 
     @property
     def _base(self) -> str:
         if not self._reader.id:
-            self._reader.id = _base_id("")
+            self._reader.id = _base_id("", self._now)
         return self._reader.id
 
     def _start(self) -> bytes:

@@ -1,4 +1,4 @@
-"""An OpenAI chat request as a Gemini ``GenerateContentRequest``.
+"""An OpenAI chat request written as a Gemini ``GenerateContentRequest`` (and embeddings' body).
 
 System and developer messages, wherever they stand, join
 ``systemInstruction`` in order. Assistant tool calls become ``functionCall``
@@ -21,9 +21,9 @@ import orjson
 
 from laneway.core.errors import Inexpressible, RequestInvalid
 from laneway.core.messages import ChatMessage
-from laneway.core.types import ChatRequest
-from laneway.providers.gemini_schema import gemini_schema
-from laneway.providers.openai_parts import (
+from laneway.core.types import ChatRequest, EmbedInput, EmbedRequest
+from laneway.wire.gemini.schema import gemini_schema
+from laneway.wire.openai.parts import (
     TRANSLATED,
     FunctionTool,
     Image,
@@ -193,3 +193,29 @@ def _image(image: Image, where: str) -> dict[str, Any]:
     if image.url is not None:
         raise Inexpressible(f"{where}.content", "Gemini takes inline (data: URL) images only")
     return {"inlineData": {"mimeType": image.mime, "data": image.data}}
+
+
+def embed_contents_body(request: EmbedRequest, model: str) -> bytes:
+    """``batchEmbedContents``' body; ``outputDimensionality`` when the lane pins a length."""
+    for key in request.params:
+        if key != "user":
+            raise RequestInvalid(key, "has no equivalent in Gemini's batchEmbedContents")
+    pinned = {} if request.dimensions is None else {"outputDimensionality": request.dimensions}
+    items = [
+        {"model": f"models/{model}", "content": {"parts": [{"text": text}]}, **pinned}
+        for text in text_inputs(request.inputs, "Gemini's batchEmbedContents")
+    ]
+    return orjson.dumps({"requests": items})
+
+
+def text_inputs(inputs: Sequence[EmbedInput], api: str) -> list[str]:
+    """Embeddings inputs for a wire format that takes text only: token arrays are refused.
+
+    A token array is the tokens of one model's tokenizer; another model would
+    embed different text, so it is never decoded or passed on as numbers.
+    """
+    for index, item in enumerate(inputs):
+        if not isinstance(item, str):
+            message = f"is a token array; {api} takes text only: send the text"
+            raise RequestInvalid(f"input[{index}]", message)
+    return [item for item in inputs if isinstance(item, str)]

@@ -1,5 +1,8 @@
 """OpenAI-shaped chat answers read as parts, for the wire formats that write them back.
 
+``MalformedAnswer`` marks an answer that cannot be written back (a tool
+call's arguments that are no object): the server answers it with a 502.
+
 Every source's answer reaches the server in OpenAI's ``chat.completion`` shape
 (native adapters translate to it), so Anthropic's and the Responses API's
 answers are written from the same parts: reasoning, text and tool calls. A
@@ -15,9 +18,12 @@ from typing import Any, Literal
 import orjson
 
 from laneway.core.types import ChatChunk, LLMResponse, Usage
-from laneway.server.errors import Refused
 
 BlockKind = Literal["reasoning", "redacted", "text", "tool"]
+
+
+class MalformedAnswer(ValueError):
+    """An upstream's answer that a wire format cannot write back (its message says why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,7 @@ class AnswerToolCall:
             value = None
         if not isinstance(value, dict):
             message = f"the upstream's call of tool {self.name!r} has arguments that are no object"
-            raise Refused(502, "upstream_malformed", message)
+            raise MalformedAnswer(message)
         return value
 
 
@@ -102,7 +108,7 @@ def _text(content: object) -> str:
 def _tool_call(call: object) -> AnswerToolCall:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(call, dict) or not isinstance(function, dict):
-        raise Refused(502, "upstream_malformed", "the upstream's answer has a malformed tool call")
+        raise MalformedAnswer("the upstream's answer has a malformed tool call")
     arguments = function.get("arguments")
     return AnswerToolCall(
         id=str(call.get("id") or ""),

@@ -1,4 +1,4 @@
-"""An OpenAI chat request as an Anthropic Messages body.
+"""An OpenAI chat request written as an Anthropic Messages body (for an Anthropic source).
 
 System and developer messages, wherever they stand, join the top-level
 ``system`` in order (Anthropic has no system turn). Tool results become
@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from laneway.core.errors import Inexpressible, RequestInvalid
 from laneway.core.messages import ChatMessage
 from laneway.core.types import ChatRequest
-from laneway.providers.openai_parts import (
+from laneway.wire.openai.parts import (
     TRANSLATED,
     FunctionTool,
     Image,
@@ -254,3 +256,14 @@ def _image_block(image: Image) -> dict[str, Any]:
     if image.cache_control is not None:
         block["cache_control"] = image.cache_control
     return block
+
+
+COUNTED_FIELDS = ("messages", "system", "tools", "tool_choice", "thinking", "output_config")
+"""The fields of a Messages API body ``/messages/count_tokens`` takes (besides ``model``)."""
+
+
+def count_tokens_body(body: Mapping[str, Any], model: str) -> bytes:
+    """``/messages/count_tokens``'s body for a Messages API ``body``, asking of ``model``."""
+    payload = {name: body[name] for name in COUNTED_FIELDS if name in body}
+    payload["model"] = model
+    return orjson.dumps(payload)

@@ -1,0 +1,1 @@
+"""Gemini's ``generateContent``: requests written, answers and stream events read."""

@@ -1,0 +1,1 @@
+"""OpenAI's wire formats: chat completions (laneway's neutral form) and embeddings."""
