@@ -509,7 +509,7 @@ class Gateway:
         """The key's limits around one call (see ``server.limits``); free for unlimited keys."""
         if self.limits is None:
             return UNLIMITED
-        return self.limits.call(caller.name, lane, request, caller.limits)
+        return self.limits.call(caller.name, lane, request, caller.limits, caller.spent_before)
 
     @property
     def in_flight(self) -> int:

@@ -15,13 +15,16 @@ import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
 from laneway.config.models import KeyConfig
 from laneway.core.records import CallMeta
 from laneway.server.errors import Refused
+
+if TYPE_CHECKING:
+    from laneway.server.limits import SpentBefore
 
 _BEARER = b"bearer"
 
@@ -48,6 +51,8 @@ class Caller:
     aliases: Mapping[str, str] = field(default_factory=dict)
     limits: KeyConfig | None = None
     """A stored key's limits (a configured key's are found by its name)."""
+    spent_before: SpentBefore | None = None
+    """What a stored key spent before laneway counted it (an imported LiteLLM key's spend)."""
 
     def may_use(self, lane: str) -> bool:
         """True when this caller's key permits ``lane``."""
@@ -59,6 +64,7 @@ def make_caller(
     lanes: Sequence[str],
     aliases: Mapping[str, str] | None = None,
     limits: KeyConfig | None = None,
+    spent_before: SpentBefore | None = None,
 ) -> Caller:
     """A caller permitted ``lanes`` (and the aliases of those), with its ``GET /v1/models``
     answer rendered once: each alias is listed as such, with ``alias_of`` its lane."""
@@ -67,7 +73,7 @@ def make_caller(
     models += [{**_model(a), "alias_of": lane} for a, lane in permitted.items()]
     body = orjson.dumps({"object": "list", "data": models})
     meta = CallMeta(caller=name)
-    return Caller(name, tuple(lanes), frozenset(lanes), body, meta, permitted, limits)
+    return Caller(name, tuple(lanes), frozenset(lanes), body, meta, permitted, limits, spent_before)
 
 
 def model_body(name: str, alias_of: str | None = None) -> bytes:

@@ -27,7 +27,7 @@ import itertools
 import math
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from laneway.accounting.cost import cost_of
@@ -44,6 +44,7 @@ from laneway.state.keys import (
     KeyRefusal,
     MemoryKeyLedger,
     open_key_ledger,
+    periods,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +112,23 @@ class SettledAnswer(Protocol):
     def source(self) -> str | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class SpentBefore:
+    """USD a stored key spent before laneway counted its calls (an imported LiteLLM key's
+    spend so far), and when it came to laneway (``since``, wall time): it counts against
+    each of the key's budgets in the budget period ``since`` falls in, and in no later one."""
+
+    usd: float
+    since: float
+
+    def counted(self, wall: float) -> tuple[float, float]:
+        """The USD it adds to the key's spend of the UTC day and month of ``wall``."""
+        if self.usd <= 0:
+            return 0.0, 0.0
+        (day, month), (then_day, then_month) = periods(wall), periods(self.since)
+        return (self.usd if day == then_day else 0.0), (self.usd if month == then_month else 0.0)
+
+
 class LimitedCall:
     """``async with``: reserve on entry, settle on exit with what ``answered`` was given."""
 
@@ -120,11 +138,13 @@ class LimitedCall:
         key: KeyConfig | None,
         lane: str,
         request: ChatRequest | EmbedRequest | None,
+        spent_before: SpentBefore | None = None,
     ) -> None:
         self._limits = limits
         self._key = key
         self._lane = lane
         self._request = request
+        self._spent_before = spent_before
         self._hold: Hold | None = None
         self._answer: SettledAnswer | None = None
         self._answered_on = lane
@@ -142,7 +162,9 @@ class LimitedCall:
 
     async def __aenter__(self) -> LimitedCall:
         if self._limits is not None and self._key is not None:
-            self._hold = await self._limits.hold(self._key, self._lane, self._request)
+            self._hold = await self._limits.hold(
+                self._key, self._lane, self._request, self._spent_before
+            )
         return self
 
     async def __aexit__(self, kind: object, error: BaseException | None, tb: object) -> None:
@@ -200,20 +222,26 @@ class KeyLimits:
         lane: str,
         request: ChatRequest | EmbedRequest | None,
         stored: KeyConfig | None = None,
+        spent_before: SpentBefore | None = None,
     ) -> LimitedCall:
         """The context a call of ``key`` runs in (``UNLIMITED`` for a key without limits);
         ``stored`` is a stored key's limits (``server.stored_keys``), given only when it
-        has some."""
+        has some, and ``spent_before`` what it spent before laneway counted it."""
         config = stored if stored is not None else None if key is None else self.keys.get(key)
         if config is None:
             return UNLIMITED
-        return LimitedCall(self, config, lane, request)
+        return LimitedCall(self, config, lane, request, spent_before)
 
     async def hold(
-        self, config: KeyConfig, lane: str, request: ChatRequest | EmbedRequest | None
+        self,
+        config: KeyConfig,
+        lane: str,
+        request: ChatRequest | EmbedRequest | None,
+        spent_before: SpentBefore | None = None,
     ) -> Hold:
         """Reserve one call of ``config``'s key on ``lane``, or raise ``Refused`` naming the
-        limit."""
+        limit. ``spent_before`` counts in the budget periods it falls in: the ledger is asked
+        with caps lowered by it, and a refusal names the key's own cap and the whole spend."""
         key = config.name
         kind, _ = self.lanes[lane]
         if _budgeted(config) and not config.allow_unpriced:
@@ -234,8 +262,13 @@ class KeyLimits:
             daily=None if budget is None else budget.daily,
             monthly=None if budget is None else budget.monthly,
         )
+        carried = (0.0, 0.0)
+        if spent_before is not None and budget is not None:
+            carried = spent_before.counted(self.clock.wall())
+            ask = _lowered(ask, carried)
         reserved = await self.ledger.reserve(ask)
         if isinstance(reserved, KeyRefusal):
+            reserved = _raised(reserved, carried)
             self._count(key, reserved.limit)
             raise _refused(key, reserved)
         return Hold(ask, lane, kind, reserved)
@@ -308,6 +341,25 @@ class KeyLimits:
     def _count(self, key: str, limit: str) -> None:
         labels = (key, limit)
         self.refusals[labels] = self.refusals.get(labels, 0) + 1
+
+
+def _lowered(ask: KeyAsk, carried: tuple[float, float]) -> KeyAsk:
+    """``ask`` with its budget caps lowered by the spend ``carried`` into their periods."""
+    day, month = carried
+    return replace(
+        ask,
+        daily=None if ask.daily is None else ask.daily - day,
+        monthly=None if ask.monthly is None else ask.monthly - month,
+    )
+
+
+def _raised(refusal: KeyRefusal, carried: tuple[float, float]) -> KeyRefusal:
+    """A refusal of a lowered cap (``_lowered``) as the key's own cap and whole spend."""
+    added = {"daily_budget": carried[0], "monthly_budget": carried[1]}.get(refusal.limit, 0.0)
+    if not added:
+        return refusal
+    spent = None if refusal.spent is None else refusal.spent + added
+    return replace(refusal, cap=refusal.cap + added, spent=spent)
 
 
 def chain_unpriced(unpriced: Mapping[str, Sequence[str]], chain: Sequence[str]) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from laneway.config.models import BudgetConfig, KeyConfig
 from laneway.server.keys import Caller, make_caller
+from laneway.server.limits import SpentBefore
 from laneway.state.key_records import KeyRecord, Snapshot
 from laneway.state.key_store import KeyStore
 
@@ -140,7 +141,11 @@ class StoredKeys:
         config = key_config(record, digest)
         wanted = record.limits.lanes
         permitted = self.lanes if "*" in wanted else [n for n in self.lanes if n in wanted]
-        return make_caller(record.name, permitted, self.aliases, config if config.limited else None)
+        spent = None
+        if record.spend > 0 and record.limits.budget is not None:
+            spent = SpentBefore(record.spend, record.created_at)
+        limits = config if config.limited else None
+        return make_caller(record.name, permitted, self.aliases, limits, spent)
 
     async def _polling(self) -> None:
         while True:

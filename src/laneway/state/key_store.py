@@ -143,13 +143,16 @@ class KeyStore:
 
     async def put_team(self, team: TeamRecord, entry: AuditEntry) -> None:
         """Insert or replace ``team``, audited as ``entry``."""
+        await self._change([self._team_upsert(team)], entry)
+
+    def _team_upsert(self, team: TeamRecord) -> Statement:
         row = _team_row(team)
         marks = ", ".join("?" * len(row))
         sql = (
             f"INSERT INTO {self.t['teams']} ({_TEAM_COLUMNS}) VALUES ({marks}) ON CONFLICT "
             f"(name) DO UPDATE SET {_updates(_TEAM_COLUMNS)}"
         )
-        await self._change([(sql, row)], entry)
+        return (sql, row)
 
     async def delete_team(self, name: str, entry: AuditEntry) -> None:
         await self._change([(f"DELETE FROM {self.t['teams']} WHERE name = ?", (name,))], entry)
@@ -172,21 +175,31 @@ class KeyStore:
             (digest.sha256, digest.key_id, digest.valid_until),
         )
 
-    async def _change(self, statements: list[Statement], entry: AuditEntry) -> None:
-        audit = (
-            f"INSERT INTO {self.t['audit']} (at, admin, action, target, before, after) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+    async def put_imported(
+        self,
+        teams: Sequence[TeamRecord],
+        keys: Sequence[tuple[KeyRecord, Sequence[Digest]]],
+        entries: Sequence[AuditEntry],
+    ) -> None:
+        """Insert or replace ``teams``, then ``keys`` with their new digests, audited as
+        ``entries``: one transaction and one version change, so an import (``laneway import
+        litellm --database``) lands whole or not at all and every replica reloads it once."""
+        statements = [self._team_upsert(team) for team in teams]
+        for key, digests in keys:
+            statements += [self._key_upsert(key), *(self._digest_insert(d) for d in digests)]
+        await self._change(statements, *entries)
+
+    async def _change(self, statements: list[Statement], *entries: AuditEntry) -> None:
+        audits = [
             (
-                entry.at,
-                entry.admin,
-                entry.action,
-                entry.target,
-                _dump(entry.before),
-                _dump(entry.after),
-            ),
-        )
+                f"INSERT INTO {self.t['audit']} (at, admin, action, target, before, after) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (e.at, e.admin, e.action, e.target, _dump(e.before), _dump(e.after)),
+            )
+            for e in entries
+        ]
         bump = (f"UPDATE {self.t['version']} SET version = version + 1 WHERE id = 1", ())
-        await self.database.run([*statements, audit, bump])
+        await self.database.run([*statements, *audits, bump])
 
 
 def _updates(columns: str) -> str:

@@ -1,0 +1,51 @@
+"""A stored key's spend from before laneway (an imported LiteLLM key's) counts against its
+budget in the period it came to laneway in, and in no later one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from laneway.config.models import BudgetConfig, KeyConfig
+from laneway.core.clock import FakeClock
+from laneway.server.errors import Refused
+from laneway.server.limits import KeyLimits, SpentBefore
+from laneway.state.keys import MemoryKeyLedger
+
+IMPORTED = datetime(2026, 12, 3, 10, tzinfo=UTC).timestamp()
+KEY = KeyConfig(
+    name="imported",
+    sha256="0" * 64,
+    budget=BudgetConfig(monthly=1.0),
+    allow_unpriced=True,  # no pricer: every call is estimated at $0
+)
+
+
+def limits(at: float) -> KeyLimits:
+    clock = FakeClock(wall_start=at)
+    return KeyLimits([KEY], {"l": ("chat", ["s"])}, MemoryKeyLedger(clock), clock, None)
+
+
+async def test_spend_carried_into_this_month_is_counted_and_named() -> None:
+    with pytest.raises(Refused) as refused:
+        await limits(IMPORTED + 3600).hold(KEY, "l", None, SpentBefore(1.5, IMPORTED))
+    assert refused.value.status == 429
+    message = str(refused.value)
+    assert "(1 USD per UTC month)" in message and "$1.500000 spent" in message
+
+
+async def test_spend_carried_counts_no_more_once_its_period_ended() -> None:
+    next_month = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
+    await limits(next_month).hold(KEY, "l", None, SpentBefore(1.5, IMPORTED))
+
+
+async def test_a_spend_within_the_budget_leaves_the_rest() -> None:
+    await limits(IMPORTED + 60).hold(KEY, "l", None, SpentBefore(0.5, IMPORTED))
+
+
+def test_spend_counts_in_the_day_and_month_it_was_carried_into() -> None:
+    carried = SpentBefore(2.0, IMPORTED)
+    assert carried.counted(IMPORTED + 3600) == (2.0, 2.0)
+    assert carried.counted(IMPORTED + 86_400) == (0.0, 2.0)
+    assert SpentBefore(0.0, IMPORTED).counted(IMPORTED) == (0.0, 0.0)
