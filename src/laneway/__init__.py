@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from laneway.engine.chain_stream import ChatStream
     from laneway.engine.structured import StructuredResponse
     from laneway.errors import (
+        BatchStopped,
         CacheUnavailable,
         CallFailed,
         ConfigError,
@@ -76,6 +77,7 @@ _HOMES = {
 
 __all__ = [
     "Attempt",
+    "BatchStopped",
     "CacheUnavailable",
     "CallFailed",
     "ChatChunk",

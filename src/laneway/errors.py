@@ -6,6 +6,7 @@ deadline) and pickles with all of it.
 """
 
 from laneway.core.errors import (
+    BatchStopped,
     CacheUnavailable,
     CallFailed,
     ConfigError,
@@ -30,6 +31,7 @@ from laneway.core.errors import (
 )
 
 __all__ = [
+    "BatchStopped",
     "CacheUnavailable",
     "CallFailed",
     "ConfigError",

@@ -22,6 +22,7 @@ from tests.unit.sources import package_modules
 
 PUBLIC = [
     "Attempt",
+    "BatchStopped",
     "CacheUnavailable",
     "CallFailed",
     "ChatChunk",

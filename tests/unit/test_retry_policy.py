@@ -63,6 +63,16 @@ def test_unlisted_status_is_not_retried() -> None:
     assert "500 is not in retry_on" in verdict.reason
 
 
+@pytest.mark.parametrize("kind", [FailureKind.DIMENSION, FailureKind.MALFORMED])
+def test_a_kind_retry_on_cannot_name_is_never_retried_and_not_sent_to_retry_on(
+    kind: FailureKind,
+) -> None:
+    """'dimension is not in retry_on' read as advice to list it there (issue 23, defect 9)."""
+    verdict = decide(POLICY, AttemptFailure(kind, "k"))
+    assert isinstance(verdict, GiveUp)
+    assert verdict.reason == f"{kind} is never retried: the same request would fail alike"
+
+
 def test_classes_beside_status_codes() -> None:
     assert decide(POLICY, AttemptFailure(FailureKind.TIMEOUT, "t")) == Retry(1.0)
     assert isinstance(decide(POLICY, AttemptFailure(FailureKind.CONNECT, "c")), GiveUp)

@@ -11,11 +11,12 @@ from laneway.batch.progress import Progress
 from laneway.batch.results import ItemError, ItemResult
 from laneway.batch.runner import BatchJob, BatchOptions
 from laneway.batch.tally import Tally
-from laneway.core.errors import JobMismatch
+from laneway.core.errors import BatchStopped, JobMismatch
 
 __all__ = [
     "BatchJob",
     "BatchOptions",
+    "BatchStopped",
     "InputSet",
     "Item",
     "ItemError",

@@ -5,7 +5,10 @@ shapes a result (lane kind, sources' providers and models, dimensions, the
 job's request parameters), the input's hash, the items per call and the
 vector length (pinned, or the first vector's once one is seen). A rerun
 whose manifest differs in any of these is refused by name: results of
-another model or length must never be mixed into one corpus.
+another model or length must never be mixed into one corpus. A job that holds
+no result yet (every call so far failed, as when a job stopped on a pinned
+length its source does not answer) has nothing to mix: it starts afresh with
+the new settings, and says so.
 
 ``checkpoint.jsonl`` holds one line per finished call (its rows and its
 failures), appended with a single write as each call ends, so a killed
@@ -76,47 +79,60 @@ class Call:
 
     offset: int
     failed: tuple[int, ...]
+    rows: int
 
 
 class JobDir:
     """An open job directory: its manifest and the checkpoint it appends to."""
 
-    def __init__(self, path: Path, manifest: Manifest, calls: dict[int, Call]) -> None:
+    def __init__(
+        self, path: Path, manifest: Manifest, calls: dict[int, Call], restarted: str | None = None
+    ) -> None:
         self.path = path
         self.manifest = manifest
         self.calls = calls
+        self.restarted = restarted
+        """Why the job started afresh in a directory that held no result, or ``None``."""
         self._fd = os.open(path / CHECKPOINT, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._reader = (path / CHECKPOINT).open("rb")
 
     @classmethod
     def open(cls, path: Path, wanted: Manifest) -> JobDir:
-        """Open (or start) the job at ``path``; ``JobMismatch`` if it is another job."""
+        """Open (or start) the job at ``path``; ``JobMismatch`` if it is another job.
+
+        Another job's directory that holds no result is taken over (see the
+        module doc); ``restarted`` then says what changed.
+        """
         path.mkdir(parents=True, exist_ok=True)
         manifest_path = path / MANIFEST
-        if manifest_path.exists():
-            found = Manifest(**orjson.loads(manifest_path.read_bytes()))
-            refusal = found.refusal(wanted)
-            if refusal is not None:
-                raise JobMismatch(
-                    f"job directory {path} cannot be resumed: {refusal}; "
-                    "start a new job directory (or remove this one) to run it afresh"
-                )
-            manifest = found
-        else:
-            manifest = wanted
-            write_atomically(
-                manifest_path, orjson.dumps(asdict(manifest), option=orjson.OPT_INDENT_2)
+        if not manifest_path.exists():
+            return cls.started(path, wanted)
+        found = Manifest(**orjson.loads(manifest_path.read_bytes()))
+        refusal = found.refusal(wanted)
+        calls = load_calls(path / CHECKPOINT)
+        if refusal is None:
+            return cls(path, found, calls)
+        if any(call.rows for call in calls.values()):
+            raise JobMismatch(
+                f"job directory {path} cannot be resumed: {refusal}; "
+                "start a new job directory (or remove this one) to run it afresh"
             )
-            (path / CHECKPOINT).unlink(missing_ok=True)
-        return cls(path, manifest, load_calls(path / CHECKPOINT))
+        return cls.started(path, wanted, f"{refusal}, and it held no result")
+
+    @classmethod
+    def started(cls, path: Path, manifest: Manifest, restarted: str | None = None) -> JobDir:
+        """A new job at ``path``: its manifest written, no checkpoint."""
+        write_manifest(path, manifest)
+        (path / CHECKPOINT).unlink(missing_ok=True)
+        (path / FAILURES).unlink(missing_ok=True)
+        return cls(path, manifest, {}, restarted)
 
     def record_dimension(self, dimension: int) -> None:
         """Keep the first vector's length: every later vector must match it."""
         self.manifest = Manifest(
             **{**asdict(self.manifest), "dimension": dimension, "dimension_from": "first vector"}
         )
-        data = orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2)
-        write_atomically(self.path / MANIFEST, data)
+        write_manifest(self.path, self.manifest)
 
     def append(self, call: int, results: list[ItemResult]) -> None:
         """Checkpoint one finished call: a single appended line, rows and failures."""
@@ -125,7 +141,7 @@ class JobDir:
         line = orjson.dumps({"call": call, "rows": rows, "failures": failures}) + b"\n"
         offset = os.lseek(self._fd, 0, os.SEEK_END)
         os.write(self._fd, line)
-        self.calls[call] = Call(offset, tuple(f["index"] for f in failures))
+        self.calls[call] = Call(offset, tuple(f["index"] for f in failures), len(rows))
 
     def read(self, call: int) -> list[ItemResult]:
         """The results of a checkpointed call, rows and failures, in input order."""
@@ -163,7 +179,8 @@ def load_calls(path: Path) -> dict[int, Call]:
             data = orjson.loads(line)
         except orjson.JSONDecodeError:
             break
-        calls[data["call"]] = Call(offset, tuple(f["index"] for f in data["failures"]))
+        failed = tuple(f["index"] for f in data["failures"])
+        calls[data["call"]] = Call(offset, failed, len(data["rows"]))
         good = offset + len(line)
     if good != path.stat().st_size:
         os.truncate(path, good)

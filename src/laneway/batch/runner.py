@@ -14,6 +14,14 @@ any upstream, cost nothing and failed nowhere: it goes back to the queue.
 Only when nothing in the job has succeeded for ``stall_after`` does such a
 call fail.
 
+A run of ``stop_after`` calls failing alike in a way no retry can fix (a
+pinned length the source does not answer, a refused key, an unknown model:
+see ``laneway.batch.streak``) stops the job: it sends nothing more, waits
+for the calls already sent, and raises ``BatchStopped`` saying why and what
+to do. The calls that failed so are left out of the checkpoint, so the same
+job run again after the fix sends them and every item not yet sent, and
+nothing that was answered.
+
 Results are yielded in input order as soon as the calls before them have
 ended; at most ``REORDER_CALLS`` calls run ahead of the oldest unfinished
 one, which bounds the results held in memory.
@@ -38,8 +46,9 @@ from laneway.batch.items import Item
 from laneway.batch.jobdir import JobDir, Manifest
 from laneway.batch.progress import Progress
 from laneway.batch.results import ItemError, ItemResult, vector_problem
+from laneway.batch.streak import STOP_AFTER, Held, Streak, unfixable
 from laneway.batch.tally import Tally
-from laneway.core.errors import RequestInvalid
+from laneway.core.errors import BatchStopped, RequestInvalid
 from laneway.engine.embedding import batch_size
 from laneway.engine.gateway import Engine
 from laneway.engine.structured import DEFAULT_REASKS
@@ -69,6 +78,7 @@ class BatchOptions:
     reasks: int = DEFAULT_REASKS
     progress: ProgressFn | None = None
     stall_after: float = STALL_AFTER
+    stop_after: int = STOP_AFTER
 
 
 Running = dict[asyncio.Task[Ended], tuple[Work, float]]
@@ -95,6 +105,8 @@ class BatchJob:
             raise RequestInvalid(
                 "lane", f"batches run on embed and chat lanes, not {self.lane.kind}"
             )
+        if options.stop_after < 0:
+            raise RequestInvalid("stop_after", "must be 0 (never stop) or more")
         if options.schema is not None and self.lane.kind != "chat":
             raise RequestInvalid("structured", "a schema applies to chat lanes only")
         self.items = list(items)
@@ -115,6 +127,8 @@ class BatchJob:
         self.window = Pacer(PacerLimits(min=1, max=cap))
         self.started = time.monotonic()
         self.last_success = self.started
+        self.streak = Streak(options.stop_after)
+        self.kept_calls = set(self.jobdir.calls) if self.jobdir is not None else set()
 
     def _manifest(self, input_hash: str) -> Manifest:
         config = self.lane.config
@@ -158,11 +172,14 @@ class BatchJob:
                 while call in planned and call not in ended:
                     self._dispatch(queue, running, call)
                     await self._collect(queue, running, ended)
+                    if self.streak.stops:
+                        raise await self._stop(running, ended)
                 results = ended.pop(call) if call in planned else self._read(call)
                 for result in results:
                     if not result.ok:
                         self.failures.append(result)
                     yield result
+            self._checkpoint(self.streak.release())
             if self.jobdir is not None:
                 self.jobdir.write_failures(self.failures)
             self._report(final=True)
@@ -243,12 +260,49 @@ class BatchJob:
             self.last_success = time.monotonic()
         for result in results:
             self.tally.add(result)
+        failure = unfixable(results)
         if work.retry:
             kept = [r for r in self._read(work.call) if r.ok]
             results = sorted([*kept, *results], key=lambda r: r.index)
-        if self.jobdir is not None:
-            self.jobdir.append(work.call, results)
+        self._checkpoint(self.streak.add(work.call, failure, results))
         return results
+
+    def _checkpoint(self, calls: Held) -> None:
+        for call, results in calls:
+            self.kept_calls.add(call)
+            if self.jobdir is not None:
+                self.jobdir.append(call, results)
+
+    async def _stop(self, running: Running, ended: dict[int, list[ItemResult]]) -> BatchStopped:
+        """Send nothing more, keep the answers of the calls in flight; why the job stopped."""
+        while running:
+            await self._collect(deque(), running, ended)
+        self._checkpoint(self.streak.release())
+        failure = self.streak.failure
+        assert failure is not None
+        unsent = len(self.items) - sum(len(self.calls[call]) for call in self.kept_calls)
+        advice = self.streak.advice()
+        message = (
+            f"{self.streak.run} calls in a row failed alike, and no retry can fix it: "
+            f"{failure.error.code}: {failure.error.message}{'. ' + advice if advice else ''}. "
+            f"{unsent} of {len(self.items)} items have no result"
+        )
+        if self.jobdir is None:
+            message += "; without a job directory, a rerun starts over"
+        else:
+            self.jobdir.write_failures(self._checkpointed_failures())
+            message += (
+                "; once it is fixed, run the same job again: it sends those, "
+                "and nothing already answered"
+            )
+        self._report(final=True)
+        return BatchStopped(message, calls=self.streak.run, unsent=unsent)
+
+    def _checkpointed_failures(self) -> list[ItemResult]:
+        assert self.jobdir is not None
+        found = self.jobdir.calls
+        failed = sorted(call for call in self.kept_calls if found[call].failed)
+        return [r for call in failed for r in self._read(call) if not r.ok]
 
     def _verified(self, results: list[ItemResult]) -> list[ItemResult]:
         """Refuse vectors of the wrong length, with a NaN, or all zeros (see ``vector_problem``)."""

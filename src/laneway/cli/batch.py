@@ -2,6 +2,9 @@
 
 The job directory (``--job-dir``, default ``OUTPUT.job``) makes the command
 resumable: run it again after a crash and it continues where it stopped.
+A run of ``--stop-after`` calls failing alike in a way no retry can fix
+stops the job (exit status 1, the reason and the remedy on stderr); the same
+command run after the fix sends what is left.
 Progress is a live line on a terminal, JSON lines with ``--progress json``,
 nothing otherwise (``--progress auto``). The summary goes to stderr and the
 exit status is 1 when any item failed (they are in ``failures.jsonl``).
@@ -25,8 +28,9 @@ from laneway.batch import BatchJob, Progress, Tally, read_input
 from laneway.batch.jobdir import FAILURES
 from laneway.batch.outputs import open_writer
 from laneway.batch.schema import schema_model
+from laneway.batch.streak import STOP_AFTER
 from laneway.client import Laneway
-from laneway.core.errors import LanewayError, RequestInvalid
+from laneway.core.errors import BatchStopped, LanewayError, RequestInvalid
 from laneway.engine.structured import DEFAULT_REASKS
 
 LINE_EVERY = 0.1
@@ -52,6 +56,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--id-column", help="CSV: the column holding each item's id")
     p.add_argument("--max-concurrency", type=int, help="cap on calls in flight")
     p.add_argument("--retry-failures", action="store_true", help="run the failed items again")
+    p.add_argument(
+        "--stop-after",
+        type=int,
+        default=STOP_AFTER,
+        metavar="N",
+        help=f"stop once N calls in a row fail alike in a way no retry can fix "
+        f"(default {STOP_AFTER}; 0: never stop)",
+    )
     p.add_argument("--progress", choices=["auto", "line", "json", "none"], default="auto")
     p.add_argument("--structured", type=Path, help="chat: a JSON schema every answer must match")
     p.add_argument("--reasks", type=int, default=DEFAULT_REASKS, help="re-asks per invalid answer")
@@ -71,6 +83,9 @@ def main(argv: Sequence[str]) -> int:
     if args.max_concurrency is not None and args.max_concurrency < 1:
         print("error: --max-concurrency must be at least 1", file=sys.stderr)
         return 2
+    if args.stop_after < 0:
+        print("error: --stop-after must be 0 (never stop) or more", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(run(args))
     except LanewayError as exc:
@@ -84,20 +99,24 @@ async def run(args: argparse.Namespace) -> int:
         kind = lw.engine.lane(args.lane, ready=False).kind
         writer = open_writer(args.output, kind)
         reporter = Reporter(args.progress, sys.stderr)
+        stopped: BatchStopped | None = None
         try:
             job = build_job(lw, args, kind, reporter)
             async with contextlib.aclosing(job.results()) as results:
                 async for result in results:
                     if result.ok:
                         writer.write(result)
+        except BatchStopped as exc:
+            writer.abandon()
+            stopped = exc
         except BaseException:
             writer.abandon()
             raise
         finally:
             reporter.end()
-        written = writer.close()
-    print_summary(job, written, sys.stderr)
-    return 1 if job.tally.failed else 0
+        written = [] if stopped is not None else writer.close()
+    print_summary(job, written, sys.stderr, stopped)
+    return 1 if job.tally.failed or stopped is not None else 0
 
 
 def build_job(lw: Laneway, args: argparse.Namespace, kind: str, reporter: Reporter) -> BatchJob:
@@ -115,6 +134,7 @@ def build_job(lw: Laneway, args: argparse.Namespace, kind: str, reporter: Report
         progress=reporter.show,
         max_concurrency=args.max_concurrency,
         retry_failures=args.retry_failures,
+        stop_after=args.stop_after,
         schema=schema,
         reasks=args.reasks,
         **params,
@@ -174,11 +194,16 @@ class Reporter:
             self.drawn = False
 
 
-def print_summary(job: BatchJob, written: list[Path], stream: TextIO) -> None:
-    """The job's summary: items, vectors verified, tokens, cost, files, failures."""
+def print_summary(
+    job: BatchJob, written: list[Path], stream: TextIO, stopped: BatchStopped | None = None
+) -> None:
+    """The job's summary: items, vectors verified, tokens, cost, files, failures, a stop."""
     tally: Tally = job.tally
     progress = job.progress(final=True)
-    lines = [
+    lines = []
+    if job.jobdir is not None and job.jobdir.restarted is not None:
+        lines.append(f"job directory {job.jobdir.path} started afresh: {job.jobdir.restarted}")
+    lines += [
         f"lane {job.lane.name}: {tally.done} of {len(job.items)} items done, {tally.failed} failed"
         f" ({job.resumed} from the checkpoint) in {progress.elapsed:.1f}s"
     ]
@@ -186,10 +211,15 @@ def print_summary(job: BatchJob, written: list[Path], stream: TextIO) -> None:
     if vectors is not None:
         lines.append(vectors)
     lines += [tally.token_line(), tally.cost_line()]
-    lines.append(f"output: {', '.join(str(path) for path in written)}")
+    if stopped is not None:
+        lines.append("output: not written (the job stopped before its end)")
+    else:
+        lines.append(f"output: {', '.join(str(path) for path in written)}")
     if job.jobdir is not None:
         lines.append(f"job directory: {job.jobdir.path}")
-    if tally.failed:
+    if stopped is not None:
+        lines.append(f"STOPPED: {stopped}")
+    elif tally.failed:
         errors = ", ".join(f"{code} {count}" for code, count in sorted(tally.errors.items()))
         where = job.jobdir.path / FAILURES if job.jobdir is not None else "the results"
         lines.append(f"FAILED: {tally.failed} items ({errors}); listed in {where}")

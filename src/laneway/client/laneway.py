@@ -210,6 +210,7 @@ class Laneway:
         progress: Callable[[Progress], None] | None = None,
         max_concurrency: int | None = None,
         retry_failures: bool = False,
+        stop_after: int | None = None,
         schema: type[BaseModel] | None = None,
         reasks: int = DEFAULT_REASKS,
         **params: Any,
@@ -223,8 +224,12 @@ class Laneway:
         another lane, model, dimension or input is refused (``JobMismatch``).
         A failed item is yielded with ``result.error`` set; ``job.tally`` holds
         the totals. ``schema`` validates chat answers with the re-ask ladder.
+        ``stop_after`` calls in a row failing alike in a way no retry can fix
+        (5 unless given; 0: never) stop the job with ``BatchStopped``; the
+        same call resumes it.
         """
         from laneway.batch import BatchJob, BatchOptions, InputSet, items_of
+        from laneway.batch.streak import STOP_AFTER
 
         kind = self.engine.lane(lane, ready=False).kind
         inputs = items if isinstance(items, InputSet) else items_of(items, kind)
@@ -232,6 +237,7 @@ class Laneway:
             job_dir=Path(job_dir) if job_dir is not None else None,
             max_concurrency=max_concurrency,
             retry_failures=retry_failures,
+            stop_after=STOP_AFTER if stop_after is None else stop_after,
             params=params,
             schema=schema,
             reasks=reasks,
@@ -248,6 +254,7 @@ class Laneway:
         progress: Callable[[Progress], None] | None = None,
         max_concurrency: int | None = None,
         retry_failures: bool = False,
+        stop_after: int | None = None,
     ) -> BatchJob:
         """Embed a corpus as a batch job (see ``batch``): one verified vector per text, in order."""
         if self.engine.lane(lane, ready=False).kind != "embed":
@@ -259,6 +266,7 @@ class Laneway:
             progress=progress,
             max_concurrency=max_concurrency,
             retry_failures=retry_failures,
+            stop_after=stop_after,
         )
 
     async def aclose(self) -> None:

@@ -9,6 +9,7 @@ The tree::
     ├─ UnknownLane              no lane of that name (lists the lanes there are)
     ├─ LaneNotReady             the lane cannot run (e.g. its key variable is unset)
     ├─ JobMismatch              a batch job directory belongs to another job
+    ├─ BatchStopped             a batch job stopped on a run of failures no retry can fix
     ├─ TelemetryError           the telemetry database cannot be laneway's (layout, URL)
     ├─ CacheUnavailable         a cache backend failed (the engine reads it as a miss)
     └─ CallFailed               a call ended without a result; ``attempts`` says why
@@ -110,6 +111,21 @@ class LaneNotReady(LanewayError):
 
 class JobMismatch(LanewayError):
     """The batch job directory belongs to another job: resuming would mix results."""
+
+
+class BatchStopped(LanewayError):
+    """A batch job stopped sending: ``calls`` calls in a row failed alike, unfixably.
+
+    ``unsent`` items have no outcome yet (the failed calls' items among them):
+    a rerun of the same job sends them, and nothing already answered.
+    """
+
+    code = "batch_stopped"
+
+    def __init__(self, message: str, *, calls: int, unsent: int) -> None:
+        super().__init__(message)
+        self.calls = calls
+        self.unsent = unsent
 
 
 class TelemetryError(LanewayError):

@@ -234,7 +234,8 @@ def check_vectors(result: EmbedResult, expected_count: int, pinned: int | None) 
         if length != pinned:
             raise AttemptFailure(
                 FailureKind.DIMENSION,
-                f"embedding {index} has length {length}, expected {pinned} (dimensions pin)",
+                f"embedding {index} has length {length}, expected {pinned} (dimensions pin): "
+                f"give the lane a model that answers {pinned}, or pin dimensions: {length}",
             )
 
 

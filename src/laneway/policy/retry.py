@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from laneway.core.errors import AttemptFailure
-from laneway.core.failures import PUSHBACK_STATUSES, REJECTIONS
+from laneway.core.failures import PUSHBACK_STATUSES, REJECTIONS, STATUS_LABELLED
 from laneway.core.units import format_duration
 from laneway.policy.backoff import Backoff
 
@@ -109,6 +109,8 @@ class RetryPolicy:
             if if_alone is not None and remaining < self.min_attempt:
                 return if_alone
             return Pushback(delay, if_alone)
+        if not failure.kind.retry_class and failure.kind not in STATUS_LABELLED:
+            return GiveUp(f"{failure.label} is never retried: the same request would fail alike")
         refusal = self._retry_refusal(failure.label, retries_used, class_used)
         if refusal is not None:
             return GiveUp(refusal)
