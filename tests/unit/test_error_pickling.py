@@ -46,6 +46,8 @@ SAMPLES: dict[str, Any] = {
     "kind": FailureKind.STATUS,
     "status": 503,
     "retry_after": 2.0,
+    "calls": 5,
+    "unsent": 2920,
 }
 """A value for each constructor parameter of the error classes, by parameter name."""
 
