@@ -125,13 +125,15 @@ def hold_should_retry(call: Call) -> None:
 
     So a caller on its SDK's defaults retries only what no upstream was asked
     yet (a local wait ended it): ``x-should-retry: false`` whenever the lane's
-    budget is spent.
+    budget is spent, and then never a ``Retry-After`` (issue 23, defect 2).
     """
     if call.status < 400:
         return
     code = (call.body.get("error") or {}).get("code")
     if call.exchanges or code in ("deadline_exceeded", "stalled"):
         assert call.headers.get("x-should-retry") == "false", (call.status, call.headers)
+    if call.headers.get("x-should-retry") == "false":
+        assert "retry-after" not in call.headers, ("a wait named beside no retry", call.headers)
 
 
 def hold_blame(error: Exception | None) -> None:

@@ -134,10 +134,13 @@ async def test_upstream_failure_keeps_its_status_and_lists_attempts(chat) -> Non
     assert headers["x-laneway-source"] == "openai:sim-model"
 
 
-async def test_refused_pushback_is_429_with_retry_after(chat) -> None:
+async def test_refused_pushback_is_429_naming_the_wait_without_retry_after(chat) -> None:
+    """The lane called the upstream: the answer says not to retry, so no ``Retry-After`` beside
+    it (it was ``60`` before issue 23's defect 2 was fixed); the message names the wait."""
     status, headers, answer = await chat({"model": "pushback", "messages": HELLO})
     assert status == 429 and answer["error"]["code"] == "pushback_refused"
-    assert headers["retry-after"] == "60"
+    assert headers["x-should-retry"] == "false" and "retry-after" not in headers
+    assert "asked to wait 60s" in answer["error"]["message"]
 
 
 async def test_upstream_auth_failure_is_502_without_the_upstream_message(chat) -> None:

@@ -26,6 +26,7 @@ HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello"}]
 FAILING = unique_spec("status=500")
 TIMED_OUT = unique_spec("sleep=5")
 RETRIED = {"retries": 1, "retry_on": [500], "backoff": {"kind": "constant", "base": "10ms"}}
+THROTTLED = unique_spec("status=429,retry_after=5")
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
     lanes: dict[str, dict[str, Any]] = {
         "failing": {"sources": [source(sim, FAILING)], **RETRIED},
         "slow": {"sources": [source(sim, TIMED_OUT)], "deadline": "300ms"},
+        "throttled": {"sources": [source(sim, THROTTLED)], "max_pushbacks": 1, "deadline": "2s"},
     }
     with serve_gateway(config(lanes)) as running:
         yield running
@@ -70,3 +72,20 @@ def test_the_anthropic_sdk_on_defaults_makes_only_the_lanes_requests(
                 model="failing", max_tokens=16, messages=[{"role": "user", "content": "hello"}]
             )
     assert hits(sim, FAILING) - before == 2
+
+
+def test_retry_after_is_sent_only_when_a_retry_can_succeed(
+    gw: RunningGateway, sim: RunningSim
+) -> None:
+    """Before: the upstream's ``Retry-After: 5`` went out beside ``x-should-retry: false``."""
+    with OpenAI(base_url=gw.v1, api_key="unused", max_retries=0) as sdk:
+        with pytest.raises(openai.RateLimitError) as called:
+            sdk.chat.completions.create(model="throttled", messages=HELLO)
+        with pytest.raises(openai.APIStatusError) as held:
+            sdk.chat.completions.create(model="throttled", messages=HELLO)
+    spent = called.value.response.headers
+    assert spent["x-should-retry"] == "false" and "retry-after" not in spent
+    local = held.value.response.headers
+    assert held.value.status_code in (429, 503) and "x-should-retry" not in local
+    assert 1 <= int(local["retry-after"]) <= 5, "nothing was sent: a retry after the wait can work"
+    assert hits(sim, THROTTLED) == 1

@@ -43,7 +43,9 @@ _TYPES = {
 NO_RETRY = (b"x-should-retry", b"false")
 """Tells the OpenAI and Anthropic SDKs not to retry (``laneway.policy.spent``): sent on every
 failed call whose lane spent its budget, and on an internal error (it may have called an
-upstream)."""
+upstream). ``Retry-After`` is never sent beside it: a wait is only worth naming when a retry
+after it can succeed, which is when the lane's budget is not spent (a local wait, such as a
+source's Retry-After mark or a quota, ended the call before anything was sent)."""
 
 
 class Refused(Exception):
@@ -137,10 +139,10 @@ def _call_failed(exc: CallFailed) -> tuple[int, dict[str, Any], Headers]:
         message, code = _message_and_code(exc)
         body = {"error": _error(message, status, code)}
     headers = call_headers(exc.lane, exc.source, len(exc.attempts))
+    wait = _retry_after(exc)
     if budget_spent(exc):
         headers.append(NO_RETRY)
-    wait = _retry_after(exc)
-    if wait is not None and status in PUSHBACK_STATUSES:
+    elif wait is not None and status in PUSHBACK_STATUSES:
         headers.append((b"retry-after", str(math.ceil(wait)).encode()))
     return status, {**body, "laneway": laneway}, headers
 
