@@ -8,7 +8,7 @@ connection when cancelled.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import field
 from typing import Protocol
@@ -41,10 +41,18 @@ class HttpResponse:
 
 
 class HttpStream(Protocol):
-    """An upstream answer whose body arrives as server-sent-event lines."""
+    """An upstream answer whose body arrives as server-sent events, read by block or by line."""
 
     status: int
     headers: Mapping[str, str]
+
+    def blocks(self) -> AsyncGenerator[bytes, None]:
+        """Yield the body one network read at a time, each cut at its last line ending.
+
+        A block is whole lines with their endings (a line split across reads
+        waits for the next); a last line without an ending comes alone at the end.
+        """
+        ...
 
     def lines(self) -> AsyncIterator[bytes]:
         """Yield body lines without their line endings."""

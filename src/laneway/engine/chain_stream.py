@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 from laneway.core.errors import CallFailed, RequestInvalid, StreamInterrupted
 from laneway.core.types import Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.usage import sum_usage
-from laneway.engine.stream import LaneStream, Resume
+from laneway.engine.continuation import Resume
+from laneway.engine.stream import LaneStream
 
 if TYPE_CHECKING:
     from laneway.core.records import CallMeta

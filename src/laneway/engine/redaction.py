@@ -6,15 +6,15 @@ attempts, logs and telemetry), stream lines (an error event can quote the
 key), and the transport's own failure messages. Redacting at this one door
 keeps everything downstream clean without a check at each exit. Successful
 non-streamed answers are not scanned (their bodies go to the caller as the
-upstream wrote them, and scanning would cost every call); stream lines are,
-one precompiled ``search`` each. The engine wraps its transport only when
-the configuration holds secrets.
+upstream wrote them, and scanning would cost every call); streams are, one
+precompiled ``search`` per block of whole lines (one network read). The
+engine wraps its transport only when the configuration holds secrets.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from laneway.core.errors import AttemptFailure
@@ -79,6 +79,12 @@ class _RedactedStream:
         self.headers: Mapping[str, str] = inner.headers
         self._inner = inner
         self._redact = redactor.bytes
+
+    async def blocks(self) -> AsyncGenerator[bytes, None]:
+        """The inner blocks, each redacted: whole lines, so no secret straddles two."""
+        redact = self._redact
+        async for block in self._inner.blocks():
+            yield redact(block)
 
     async def lines(self) -> AsyncIterator[bytes]:
         """The inner lines, each redacted."""

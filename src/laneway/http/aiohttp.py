@@ -13,7 +13,7 @@ answer that is not HTTP is ``malformed``. The aiohttp error stays chained as
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
@@ -21,6 +21,7 @@ import aiohttp
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
+from laneway.http.sse import LineBlocks, lines_of
 
 _CONNECT_ERRORS = aiohttp.ClientConnectionError
 """Refused, reset, unreachable, disconnected: no usable connection (``ClientOSError`` included)."""
@@ -73,10 +74,6 @@ def _not_http(exc: aiohttp.ClientResponseError) -> AttemptFailure:
     )
 
 
-MAX_LINE = 1024 * 1024
-"""Bytes a streamed line may hold before the stream counts as broken (no newline in sight)."""
-
-
 class AiohttpStream:
     """An open upstream answer read line by line."""
 
@@ -85,28 +82,31 @@ class AiohttpStream:
         self.headers: Mapping[str, str] = response.headers
         self._response = response
 
-    async def lines(self) -> AsyncIterator[bytes]:
-        """Yield lines without endings; a broken body raises ``cut``.
+    async def blocks(self) -> AsyncGenerator[bytes, None]:
+        """Yield the body one network read at a time, cut at its last line ending.
 
-        One await per network read, split here, not aiohttp's ``readline`` per
-        line: a quick upstream's events arrive several to a read, and readline's
-        machinery cost more than parsing the event (2 lines an SSE event).
+        One await per network read (``LineBlocks``), not aiohttp's ``readline``
+        per line: a quick upstream's events arrive several to a read, and
+        readline's machinery cost more than parsing the event. A broken body
+        raises ``cut``.
         """
-        rest = b""
+        framing = LineBlocks()
         try:
             async for data in self._response.content.iter_any():
-                lines = (rest + data if rest else data).split(b"\n")
-                rest = lines.pop()
-                if len(rest) > MAX_LINE:
-                    raise AttemptFailure(FailureKind.CUT, f"a line over {MAX_LINE} bytes")
-                for line in lines:
-                    yield line.rstrip(b"\r")
+                block = framing.feed(data)
+                if block:
+                    yield block
+            rest = framing.rest()
             if rest:
-                yield rest.rstrip(b"\r")
+                yield rest
         except aiohttp.ClientPayloadError as exc:
             raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from exc
         except _CONNECT_ERRORS as exc:
             raise AttemptFailure(FailureKind.CUT, f"stream broken off: {exc}") from exc
+
+    def lines(self) -> AsyncIterator[bytes]:
+        """Yield lines without endings; a broken body raises ``cut``."""
+        return lines_of(self.blocks())
 
     async def read(self) -> bytes:
         """Read the rest of the body."""

@@ -14,7 +14,14 @@ the app hears ``http.disconnect`` and its task is ended.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    MutableMapping,
+)
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +29,7 @@ from urllib.parse import urlsplit
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
+from laneway.http.sse import LineBlocks, lines_of
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -130,22 +138,29 @@ class _AsgiStream:
         self.status = exchange.status
         self.headers: Mapping[str, str] = exchange.headers
         self._exchange = exchange
-        self._pending = b""
+        self._framing = LineBlocks()
 
-    async def lines(self) -> AsyncIterator[bytes]:
-        """Yield lines without endings; an answer the app did not finish raises ``cut``."""
+    async def blocks(self) -> AsyncGenerator[bytes, None]:
+        """Yield the body as the app sends it, cut at line endings (``LineBlocks``).
+
+        An answer the app did not finish raises ``cut``.
+        """
+        framing = self._framing
         while (chunk := await self._exchange.next_chunk()) is not None:
-            *complete, self._pending = (self._pending + chunk).split(b"\n")
-            for line in complete:
-                yield line.rstrip(b"\r")
-        if self._pending:
-            yield self._pending.rstrip(b"\r")
-            self._pending = b""
+            block = framing.feed(chunk)
+            if block:
+                yield block
+        rest = framing.rest()
+        if rest:
+            yield rest
+
+    def lines(self) -> AsyncIterator[bytes]:
+        """Yield lines without endings; an answer the app did not finish raises ``cut``."""
+        return lines_of(self.blocks())
 
     async def read(self) -> bytes:
         """Read the rest of the body."""
-        body = bytearray(self._pending)
-        self._pending = b""
+        body = bytearray(self._framing.rest())
         while (chunk := await self._exchange.next_chunk()) is not None:
             body += chunk
         return bytes(body)

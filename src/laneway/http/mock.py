@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
+from laneway.http.sse import LineBlocks, lines_of
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse] | HttpResponse]
 
@@ -18,9 +19,15 @@ class _BufferedStream:
         self.headers: Mapping[str, str] = response.headers
         self._body = response.body
 
-    async def lines(self) -> AsyncIterator[bytes]:
-        for line in self._body.split(b"\n"):
-            yield line.rstrip(b"\r")
+    async def blocks(self) -> AsyncGenerator[bytes, None]:
+        """The whole body as one network read."""
+        framing = LineBlocks()
+        for block in (framing.feed(self._body), framing.rest()):
+            if block:
+                yield block
+
+    def lines(self) -> AsyncIterator[bytes]:
+        return lines_of(self.blocks())
 
     async def read(self) -> bytes:
         return self._body

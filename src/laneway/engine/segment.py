@@ -1,0 +1,249 @@
+"""One upstream answer of a stream (a segment), from its admission to its end.
+
+A streamed call's answer may come in several segments: after a cut, a
+continuation is another upstream request. A segment is opened as one
+attempt of the call loop (``open_answer`` reads up to its first token under
+``first_byte_timeout``); the loop then hands its admission over (``hold``)
+and the segment owns it: the concurrency slot, the quota reservation, the
+breaker's probe. ``Segment.chunks`` forwards what follows, each event
+waiting no longer than ``idle_timeout`` and the deadline allow, and raises
+``Broken`` when the answer stops before its final chunk. ``Segment.ended``
+and ``Segment.settle`` then close the attempt with what it really used: the provider's usage, or
+an estimate for an answer broken off before its usage chunk (or on a lane
+with ``estimate_missing_usage``). A segment its caller gave up (closed,
+cancelled) frees its slot and keeps its reservation without judging the
+source; so does one the deadline cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.estimate import chat_usage_or_estimate
+from laneway.core.failures import FailureKind
+from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
+from laneway.core.units import format_duration
+from laneway.engine.continuation import Splice, has_tool_delta
+from laneway.engine.events import Progress, UpstreamEvents
+from laneway.policy.quota import used_tokens
+
+if TYPE_CHECKING:
+    from laneway.core.clock import Clock
+    from laneway.core.transport import Transport
+    from laneway.engine.admission import Admitted, SourceAdmission
+    from laneway.engine.lane import Lane, Source
+    from laneway.policy.deadline import Deadline
+
+FINAL_USAGE_GRACE = 1.0
+"""Seconds a stream whose final chunk came waits for its usage chunk (or ``[DONE]``)."""
+
+
+class Broken(Exception):
+    """A segment ended before its final chunk; ``failure`` says how."""
+
+    def __init__(self, failure: AttemptFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+@dataclass(slots=True)
+class Opened:
+    """An upstream answer that produced its first token: the connection and what was read."""
+
+    stack: AsyncExitStack
+    events: UpstreamEvents
+    buffered: list[ChatChunk]
+    request: ChatRequest
+    splice: Splice | None = None
+
+    @property
+    def progress(self) -> Progress:
+        """What the answer delivered so far."""
+        return self.events.progress
+
+
+async def open_answer(
+    transport: Transport,
+    clock: Clock,
+    lane: Lane,
+    source: Source,
+    request: ChatRequest,
+    splice: Splice | None,
+) -> Opened:
+    """Send ``request`` to ``source`` and read up to its first token.
+
+    ``first_byte_timeout`` runs from the moment the request is sent: an
+    upstream that accepts the connection and never answers fails the
+    attempt then, like one that answers and never streams a token.
+    """
+    limit = lane.config.first_byte_timeout
+    stack = AsyncExitStack()
+    try:
+        async with clock.deadline(math.inf if limit is None else clock.now() + limit):
+            opened = await _first_token(transport, clock, lane, source, request, stack)
+            opened.splice = splice
+            return opened
+    except TimeoutError:
+        await stack.aclose()
+        wait = format_duration(limit or 0)
+        raise AttemptFailure(
+            FailureKind.TIMEOUT, f"no first token within first_byte_timeout {wait} of sending"
+        ) from None
+    except BaseException:
+        await stack.aclose()
+        raise
+
+
+async def _first_token(
+    transport: Transport,
+    clock: Clock,
+    lane: Lane,
+    source: Source,
+    request: ChatRequest,
+    stack: AsyncExitStack,
+) -> Opened:
+    provider = source.provider
+    http = await stack.enter_async_context(
+        transport.stream(provider.chat_request(request, stream=True))
+    )
+    if http.status >= 400:
+        body = await http.read()
+        raise provider.failure(http.status, http.headers, body, clock.wall())
+    events = UpstreamEvents(http, provider.stream_parser(), Progress())
+    stack.push_async_callback(events.aclose)
+    buffered: list[ChatChunk] = []
+    while (chunk := await events.next()) is not None:
+        buffered.append(chunk)
+        if chunk.content or chunk.reasoning_content or has_tool_delta(chunk):
+            return Opened(stack, events, buffered, request)
+        if chunk.finish_reason is not None:
+            break
+    progress = events.progress
+    if progress.finished and FailureKind.EMPTY not in lane.policy.retry_on:
+        return Opened(stack, events, buffered, request)
+    if progress.finished:
+        raise AttemptFailure(FailureKind.EMPTY, "the upstream streamed an empty completion")
+    raise AttemptFailure(FailureKind.CUT, "stream ended before its first token")
+
+
+@dataclass(slots=True)
+class Segment:
+    """One upstream answer of the stream, holding its attempt's admission until it ends."""
+
+    source: Source
+    opened: Opened
+    held: Admitted
+    index: int
+    """Where the segment's attempt is in the stream's attempts."""
+    continuation: bool
+    lane: Lane
+    clock: Clock
+    deadline: Deadline
+
+    async def chunks(self) -> AsyncGenerator[ChatChunk, None]:
+        """The answer's chunks for the caller (a splice's repeat held back); ``Broken`` at a cut."""
+        opened = self.opened
+        progress, splice = opened.progress, opened.splice
+        for chunk in opened.buffered:
+            taken = _spliced(splice, chunk)
+            if taken is not None:
+                yield taken
+        while True:
+            try:
+                upcoming = await self._next()
+            except (AttemptFailure, TimeoutError) as exc:
+                if progress.finished:
+                    break
+                raise Broken(self._why_broken(exc)) from None
+            if upcoming is None:
+                break
+            taken = _spliced(splice, upcoming)
+            if taken is not None:
+                yield taken
+        if not progress.finished:
+            raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
+
+    async def _next(self) -> ChatChunk | None:
+        """The next chunk, waiting no longer than idle, grace and deadline allow."""
+        now = self.clock.now()
+        async with self.clock.deadline(now + self.wait_limit(now)):
+            return await self.opened.events.next()
+
+    def wait_limit(self, now: float) -> float:
+        """How long the next read may take: the deadline's rest, idle, the final grace."""
+        limits = [self.deadline.remaining(now)]
+        if self.lane.config.idle_timeout is not None:
+            limits.append(self.lane.config.idle_timeout)
+        if self.opened.progress.finished:
+            limits.append(FINAL_USAGE_GRACE)
+        return max(min(limits), 0.0)
+
+    def _why_broken(self, cause: BaseException) -> AttemptFailure:
+        if self.deadline.expired(self.clock.now()):
+            return AttemptFailure(FailureKind.DEADLINE, "the deadline passed mid-stream")
+        if isinstance(cause, TimeoutError):
+            idle = format_duration(self.lane.config.idle_timeout or 0)
+            return AttemptFailure(FailureKind.TIMEOUT, f"no data for idle_timeout {idle}")
+        if isinstance(cause, AttemptFailure):
+            return cause
+        return AttemptFailure(FailureKind.CUT, str(cause))
+
+    def ended(self, broken: AttemptFailure | None, opening: Attempt) -> tuple[Attempt, Usage]:
+        """The segment's attempt record (``opening`` brought up to its end) and its usage.
+
+        A segment that neither finished nor broke was given up by its caller
+        (closed, cancelled).
+        """
+        finished = broken is None and self.opened.progress.finished
+        usage = self.usage(estimate=not finished)
+        elapsed = self.clock.now() - self.held.started
+        if finished:
+            attempt = dataclasses.replace(opening, elapsed=elapsed)
+        elif broken is None:
+            attempt = Attempt(opening.source, "cancelled", elapsed, message="closed by the caller")
+        else:
+            attempt = Attempt(opening.source, broken.label, elapsed, message=broken.message)
+        return dataclasses.replace(attempt, continuation=self.continuation), usage
+
+    async def settle(
+        self, admission: SourceAdmission, broken: AttemptFailure | None, usage: Usage
+    ) -> None:
+        """Settle the held admission: slot, quota (by ``usage``), the source's judgement.
+
+        A finished answer is a success and a broken one a failure; one given
+        up by its caller, or cut by the deadline, frees its slot and keeps its
+        reservation without judging the source.
+        """
+        tokens = used_tokens(usage) if usage.known else None
+        if broken is None and self.opened.progress.finished:
+            await admission.settle(self.held, None, tokens)
+        elif broken is None or broken.kind == FailureKind.DEADLINE:
+            await admission.abandon(self.held, tokens)
+        else:
+            await admission.settle(self.held, broken, tokens)
+
+    def usage(self, *, estimate: bool) -> Usage:
+        """The provider's usage; else an estimate where the lane or a break calls for one."""
+        progress = self.opened.progress
+        return chat_usage_or_estimate(
+            progress.usage or NO_USAGE,
+            estimate or self.lane.config.estimate_missing_usage,
+            self.opened.request.messages,
+            "".join(progress.content),
+            "".join(progress.reasoning),
+        )
+
+
+def _spliced(splice: Splice | None, chunk: ChatChunk) -> ChatChunk | None:
+    if splice is None:
+        return chunk
+    try:
+        return splice.take(chunk)
+    except AttemptFailure as failure:
+        raise Broken(failure) from None
