@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from laneway.engine.lane import Lane, Source
     from laneway.engine.parts import CallParts
 
+
 class LaneStream:
     """One lane's streamed call: an async iterator of ``ChatChunk``; after it ends, its facts.
 
