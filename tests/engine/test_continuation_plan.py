@@ -7,9 +7,13 @@ import pytest
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.types import ChatChunk
-from laneway.engine.continuation import Candidate, ContinuationPlan, Opening, Splice
+from laneway.engine.continuation import ContinuationPlan, ContinuingSource, Opening, Splice
 
-SOURCES = [Candidate("first", False), Candidate("prefill", True), Candidate("plain", False)]
+SOURCES = [
+    ContinuingSource("first", False),
+    ContinuingSource("prefill", True),
+    ContinuingSource("plain", False),
+]
 
 
 def chunk(text: str, finish: str | None = None) -> ChatChunk:

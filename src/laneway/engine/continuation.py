@@ -43,7 +43,7 @@ class Resume:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class ContinuingSource:
     """A source as the plan sees it: its name and whether it takes an assistant prefill."""
 
     name: str
@@ -73,7 +73,7 @@ class ContinuationPlan:
 
     def continuing(
         self,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[ContinuingSource],
         tried: Collection[str],
         *,
         tool_deltas: bool,

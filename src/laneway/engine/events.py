@@ -3,7 +3,7 @@
 The transport hands a streamed body one network read at a time, cut at line
 endings (``HttpStream.blocks``). ``UpstreamEvents`` parses the ``data:``
 lines of a block one event at a time through the source's ``EventParser``
-and keeps what the answer delivered (``Progress``): text, reasoning, whether
+and keeps what the answer delivered (``AnswerProgress``): text, reasoning, whether
 its final chunk came, its usage. Malformed events are skipped and counted;
 ``[DONE]`` ends the answer, and so does the usage chunk once the final chunk
 came (a missing ``[DONE]`` then holds nobody).
@@ -20,7 +20,7 @@ from laneway.providers.base import EventParser
 
 
 @dataclass(slots=True)
-class Progress:
+class AnswerProgress:
     """What one upstream answer has delivered so far (forwarded or not)."""
 
     malformed: int = 0
@@ -35,7 +35,7 @@ class UpstreamEvents:
 
     __slots__ = ("_blocks", "_ended", "_lines", "_parser", "progress")
 
-    def __init__(self, http: HttpStream, parser: EventParser, progress: Progress) -> None:
+    def __init__(self, http: HttpStream, parser: EventParser, progress: AnswerProgress) -> None:
         self._blocks: AsyncGenerator[bytes, None] = http.blocks()
         self._parser = parser
         self._lines: list[bytes] = []

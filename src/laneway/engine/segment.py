@@ -30,7 +30,7 @@ from laneway.core.failures import FailureKind
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
 from laneway.engine.continuation import Splice, has_tool_delta
-from laneway.engine.events import Progress, UpstreamEvents
+from laneway.engine.events import AnswerProgress, UpstreamEvents
 from laneway.policy.quota import used_tokens
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Broken(Exception):
 
 
 @dataclass(slots=True)
-class Opened:
+class OpenedAnswer:
     """An upstream answer that produced its first token: the connection and what was read."""
 
     stack: AsyncExitStack
@@ -63,7 +63,7 @@ class Opened:
     splice: Splice | None = None
 
     @property
-    def progress(self) -> Progress:
+    def progress(self) -> AnswerProgress:
         """What the answer delivered so far."""
         return self.events.progress
 
@@ -75,7 +75,7 @@ async def open_answer(
     source: Source,
     request: ChatRequest,
     splice: Splice | None,
-) -> Opened:
+) -> OpenedAnswer:
     """Send ``request`` to ``source`` and read up to its first token.
 
     ``first_byte_timeout`` runs from the moment the request is sent: an
@@ -107,7 +107,7 @@ async def _first_token(
     source: Source,
     request: ChatRequest,
     stack: AsyncExitStack,
-) -> Opened:
+) -> OpenedAnswer:
     provider = source.provider
     http = await stack.enter_async_context(
         transport.stream(provider.chat_request(request, stream=True))
@@ -115,18 +115,18 @@ async def _first_token(
     if http.status >= 400:
         body = await http.read()
         raise provider.failure(http.status, http.headers, body, clock.wall())
-    events = UpstreamEvents(http, provider.stream_parser(), Progress())
+    events = UpstreamEvents(http, provider.stream_parser(), AnswerProgress())
     stack.push_async_callback(events.aclose)
     buffered: list[ChatChunk] = []
     while (chunk := await events.next()) is not None:
         buffered.append(chunk)
         if chunk.content or chunk.reasoning_content or has_tool_delta(chunk):
-            return Opened(stack, events, buffered, request)
+            return OpenedAnswer(stack, events, buffered, request)
         if chunk.finish_reason is not None:
             break
     progress = events.progress
     if progress.finished and FailureKind.EMPTY not in lane.policy.retry_on:
-        return Opened(stack, events, buffered, request)
+        return OpenedAnswer(stack, events, buffered, request)
     if progress.finished:
         raise AttemptFailure(FailureKind.EMPTY, "the upstream streamed an empty completion")
     raise AttemptFailure(FailureKind.CUT, "stream ended before its first token")
@@ -137,7 +137,7 @@ class Segment:
     """One upstream answer of the stream, holding its attempt's admission until it ends."""
 
     source: Source
-    opened: Opened
+    opened: OpenedAnswer
     held: Admitted
     index: int
     """Where the segment's attempt is in the stream's attempts."""

@@ -45,13 +45,13 @@ from laneway.core.messages import ChatMessage
 from laneway.core.records import CallMeta
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.engine.continuation import (
-    Candidate,
     ContinuationPlan,
+    ContinuingSource,
     Opening,
     Resume,
     Splice,
 )
-from laneway.engine.segment import Broken, Opened, Segment, open_answer
+from laneway.engine.segment import Broken, OpenedAnswer, Segment, open_answer
 from laneway.engine.stream_facts import SentAnswer, StreamAttempts
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
@@ -237,7 +237,7 @@ class LaneStream:
         prefill: ChatMessage = {"role": "assistant", "content": self.content}
         return ChatRequest([*self._request.messages, prefill], self._request.params)
 
-    async def _attempt(self, source: Source, continuation: bool) -> Opened:
+    async def _attempt(self, source: Source, continuation: bool) -> OpenedAnswer:
         """Open the stream and read up to its first token (one attempt of the loop).
 
         A continuation goes to a prefill source with the prefill, to any other
@@ -261,7 +261,9 @@ class LaneStream:
             self._attempts.refused(dataclasses.replace(refused, continuation=True))
         return await self._opening(source, self._request, Splice(self.content))
 
-    async def _opening(self, source: Source, request: ChatRequest, splice: Splice | None) -> Opened:
+    async def _opening(
+        self, source: Source, request: ChatRequest, splice: Splice | None
+    ) -> OpenedAnswer:
         parts = self._shared
         return await open_answer(parts.transport, parts.clock, self.lane, source, request, splice)
 
@@ -282,7 +284,7 @@ class LaneStream:
 
     def _continuation(self, lane: Lane) -> Lane | None:
         """A lane view of the sources that may continue the answer, not yet tried."""
-        candidates = [Candidate(s.name, s.config.accepts_prefill) for s in lane.sources]
+        candidates = [ContinuingSource(s.name, s.config.accepts_prefill) for s in lane.sources]
         names = self._plan.continuing(
             candidates,
             self._attempts.tried,
