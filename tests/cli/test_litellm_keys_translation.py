@@ -194,6 +194,7 @@ def test_a_team_brings_its_limits_budget_spend_and_bounds_its_keys() -> None:
         "organization_alias": "Research",
         "members": ["u1"],
     }
+    assert "laneway bounds each of its keys by them: team ml" in report(out)
     key = out.keys[0]
     assert key.team == "ml" and key.limits.lanes == ("gpt-4o", "claude")
     assert (key.limits.rpm, key.limits.tpm, key.limits.budget) == (10, 500, 100.0)
@@ -261,3 +262,16 @@ def test_the_catalog_reads_lanes_aliases_access_groups_and_left_out_groups() -> 
     }
     found = catalog({"lanes": {"a": {}}, "aliases": {"b": "a"}}, data)
     assert found == Catalog(("a",), {"b": "a"}, {"g": ("a",)}, frozenset({"r"}))
+
+
+def test_a_litellm_reset_time_other_than_utc_midnight_is_said_for_each_budget() -> None:
+    rows = LiteLLMRows(
+        [key_row(key_alias="b", max_budget=5.0, budget_duration="1d"), key_row("sk-nob")], []
+    )
+    settings = {"timezone": "Asia/Kolkata", "budget_reset_time": "09:00"}
+    out = translate_keys(rows, KNOWN, ALL_PERIODS, NOW, settings)
+    assert out.changes == {
+        "LiteLLM resets budgets at 09:00 Asia/Kolkata (litellm_settings.timezone, "
+        "budget_reset_time); laneway's day, week and month begin at 00:00 UTC": ["key b"]
+    }
+    assert translate_keys(rows, KNOWN, ALL_PERIODS, NOW, {"timezone": "UTC"}).changes == {}

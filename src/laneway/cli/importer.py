@@ -123,7 +123,9 @@ def _keys(
     from laneway.state.key_records import PERIODS
 
     rows = asyncio.run(read_rows(args.database))
-    made = translate_keys(rows, catalog(translation.config, data), PERIODS, time.time())
+    lite = data.get("litellm_settings")
+    settings = lite if isinstance(lite, dict) else {}
+    made = translate_keys(rows, catalog(translation.config, data), PERIODS, time.time(), settings)
     base = Path(args.output).parent if args.output else None
     setting, placeholders = store_setting(_store_url(args), base)
     translation.config.setdefault("server", {})["key_store"] = setting

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 WORDS = {"hourly": "1h", "daily": "24h", "weekly": "7d", "monthly": "30d"}
@@ -119,6 +119,20 @@ def spend(spent: float, reset_at: float | None, now: float) -> tuple[float, str 
     if reset_at is not None and reset_at <= now and spent > 0:
         return 0.0, f"spend {_figure(spent)} belongs to a budget period that ended (not carried)"
     return spent, None
+
+
+def reset_change(settings: Mapping[str, object]) -> str | None:
+    """How LiteLLM's reset time differs from laneway's, from its ``litellm_settings``
+    (``timezone``, ``budget_reset_time``; ``timezone_utils.get_budget_reset_settings``), or
+    ``None`` where it resets at 00:00 UTC as laneway does."""
+    zone = str(settings.get("timezone") or "UTC")
+    at = str(settings.get("budget_reset_time") or "00:00")
+    if zone.upper() in ("UTC", "ETC/UTC", "GMT") and at in ("00:00", "00:00:00"):
+        return None
+    return (
+        f"LiteLLM resets budgets at {at} {zone} (litellm_settings.timezone, budget_reset_time); "
+        "laneway's day, week and month begin at 00:00 UTC"
+    )
 
 
 def _figure(usd: float) -> str:

@@ -36,6 +36,11 @@ MANAGEMENT_KEY = (
     "allowed_routes name no model API (a management or read-only key): laneway keys call "
     "models; not imported (laneway's admin API has keys of its own)"
 )
+TEAM_COUNTS = (
+    "rpm_limit, tpm_limit, max_parallel_requests of a team: LiteLLM counts them across all "
+    "the team's keys (parallel_request_limiter, by team_id); laneway bounds each of its keys by "
+    "them"
+)
 NO_LANE = "no model of the key maps to a lane: imported with no lanes (every call refused)"
 ZERO_LIMIT = (
     "a limit of 0 or a max_budget of 0 or less: LiteLLM refuses every call, laneway's limits "
@@ -118,10 +123,15 @@ class KeysTranslation:
 
 
 def translate_keys(
-    rows: LiteLLMRows, known: Catalog, periods: Collection[str], now: float
+    rows: LiteLLMRows,
+    known: Catalog,
+    periods: Collection[str],
+    now: float,
+    settings: Mapping[str, object] | None = None,
 ) -> KeysTranslation:
     """The laneway keys and teams of ``rows``; ``periods`` are the budget periods laneway
-    counts, ``now`` the wall time of the import (for spend of periods already ended)."""
+    counts, ``now`` the wall time of the import (for spend of periods already ended),
+    ``settings`` the config's ``litellm_settings`` (where budgets reset)."""
     run = _Translator(known, periods, now, rows)
     for row in sorted(rows.teams, key=lambda r: _order(r, "team_id")):
         run.team(row)
@@ -129,6 +139,13 @@ def translate_keys(
         run.key(row)
     for user in rows.users:
         _user_limits(user, run.out)
+    moved = key_budgets.reset_change(settings or {})
+    if moved is not None:
+        calendar = {"day", "week", "month"}
+        owners = [f"team {t.name}" for t in run.out.teams if t.limits.period in calendar]
+        owners += [f"key {k.name}" for k in run.out.keys if k.limits.period in calendar]
+        for owner in owners:
+            run.out.change(moved, owner)
     return run.out
 
 
@@ -162,6 +179,8 @@ class _Translator:
         for unmapped in reached.unmapped:
             self.out.gap(f"team model {unmapped}", label)
         limits, blocked = self.limits(row, reached.lanes, label)
+        if any(v is not None for v in (limits.rpm, limits.tpm, limits.max_concurrency)):
+            self.out.change(TEAM_COUNTS, label)
         self.unread(row, key_columns.READ_TEAM, label)
         origin: dict[str, object] = {"team_id": team_id, "team_alias": alias or None}
         origin |= _org(row, self.orgs)
