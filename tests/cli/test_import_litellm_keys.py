@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from laneway.cli.compose import build_gateway
+from laneway.cli.import_keys import shown, store_setting
 from laneway.cli.main import main
 from laneway.config import parse_config
 from laneway.config.load import load_config
@@ -278,3 +279,28 @@ async def _audit(url: str, base: Path) -> list[Any]:
         return await store.audit(limit=100)
     finally:
         await store.close()
+
+
+def test_the_store_setting_keeps_passwords_out_and_paths_where_the_config_is(
+    tmp_path: Path,
+) -> None:
+    url = "postgresql://lw:s3cret@db.internal:5433/keys?schema=lw"
+    setting, needed = store_setting(url, tmp_path)
+    assert (
+        setting == "postgresql://lw:${LANEWAY_KEY_STORE_PASSWORD}@db.internal:5433/keys?schema=lw"
+    )
+    assert set(needed) == {"LANEWAY_KEY_STORE_PASSWORD"}
+    assert store_setting("keys.sqlite3", tmp_path) == ("keys.sqlite3", {})
+    assert store_setting("keys.sqlite3", None)[0] == str(Path("keys.sqlite3").resolve())
+    assert shown(url) == "postgresql://lw:***@db.internal:5433/keys?schema=lw"
+
+
+def test_a_key_store_without_a_database_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "litellm.yaml"
+    source.write_text(yaml.safe_dump({"model_list": []}))
+    with pytest.raises(SystemExit) as stopped:
+        main(["import", "litellm", str(source), "--key-store", "k.sqlite3"])
+    assert stopped.value.code == 2
+    assert "--key-store needs --database" in capsys.readouterr().err

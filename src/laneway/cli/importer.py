@@ -58,7 +58,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Run ``laneway import``; returns the exit status."""
-    args = parser().parse_args(argv)
+    found = parser()
+    args = found.parse_args(argv)
+    if args.key_store and not args.database:
+        found.error("--key-store needs --database (the LiteLLM database whose keys to import)")
     try:
         data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
