@@ -184,7 +184,7 @@ async def test_unchanged_litellm_keys_answer_with_their_limits(
 
 
 def test_the_import_reports_what_it_did_not_carry_and_prints_no_secret(
-    imported: tuple[int, Path, str],
+    imported: tuple[int, Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     status, out, printed = imported
     assert status == 1  # a model of key "lost" maps to no lane
@@ -199,6 +199,8 @@ def test_the_import_reports_what_it_did_not_carry_and_prints_no_secret(
     config = yaml.safe_load(out.read_text())
     assert config["server"]["key_store"] == "laneway-keys.sqlite3"
     assert (out.parent / "laneway-keys.sqlite3").exists()
+    monkeypatch.setenv("SIM_KEY", ENV["SIM_KEY"])
+    assert main(["check", str(out)]) == 0
 
 
 async def test_importing_again_updates_the_same_keys(

@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -110,8 +111,8 @@ def _plain(value: object) -> object:
     zone is UTC, as Prisma writes it), numbers as numbers."""
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if type(value).__name__ == "Decimal":
-        return float(value)  # type: ignore[arg-type]
+    if isinstance(value, Decimal):
+        return float(value)
     return value
 
 
