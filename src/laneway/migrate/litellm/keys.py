@@ -252,10 +252,6 @@ class _Translator:
         carried: key_budgets.Budget | str | None = None
         if amount is not None and amount > 0:
             carried = key_budgets.budget(amount, str(duration) if duration else None, self.periods)
-        elif duration and amount is None:
-            self.out.change(
-                f"budget_duration {duration} without max_budget: no budget, in both", label
-            )
         if isinstance(carried, str):
             self.out.gap(f"max_budget: {carried}", label)
             carried = None
