@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from laneway.core.passthrough import AnswerBody
 from laneway.core.types import Reasoning, Usage
 from laneway.core.vectors import Vector
 
@@ -28,6 +29,8 @@ class ChatResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """OpenAI-shaped tool calls (``id``, ``type``, ``function: {name, arguments}``)."""
     raw: dict[str, Any] = field(default_factory=dict)
+    body: AnswerBody | None = None
+    """The answer as it came, when a caller of its wire format may be given it as is."""
 
     @property
     def has_tool_calls(self) -> bool:
@@ -47,3 +50,5 @@ class EmbedResult:
     vectors: list[Vector]
     usage: Usage
     model: str
+    body: AnswerBody | None = None
+    """The answer as it came, when it holds exactly ``vectors``, in order, in their encoding."""

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from laneway.core.messages import ChatMessage
+from laneway.core.passthrough import AnswerBody, CallerBody
 from laneway.core.vectors import EncodedVector, VectorEncoding
 
 EmbedInput = str | list[int]
@@ -134,11 +135,15 @@ class ChatRequest:
     ``headers`` are the caller's headers to forward upstream (``X-Request-Id``,
     ``OpenAI-Organization``...); each adapter sends those its wire format takes.
     They are not part of what is asked, so the response cache ignores them.
+    ``caller_body`` is the gateway caller's body as it came, which a source
+    of the same wire format is sent with only its model rewritten
+    (``laneway.core.passthrough``).
     """
 
     messages: list[ChatMessage]
     params: dict[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    caller_body: CallerBody | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +184,8 @@ class LLMResponse:
     """What the call cost in USD (0 for a cache hit); ``None`` when unknown (``cost_unknown``)."""
     cost_unknown: str | None = None
     """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
+    answer_body: AnswerBody | None = field(default=None, compare=False, repr=False)
+    """The source's answer as it came, which a gateway caller of its wire format gets as is."""
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -209,6 +216,8 @@ class EmbeddingResponse:
     cost_unknown: str | None = None
     """Why ``cost`` is ``None``: ``unpriced model`` or ``usage unknown``."""
     encoded: list[EncodedVector] = field(default_factory=list)
+    answer_body: AnswerBody | None = field(default=None, compare=False, repr=False)
+    """The one upstream answer that holds ``encoded`` as it came (a relay writes it as is)."""
 
 
 @dataclass(slots=True)

@@ -78,7 +78,11 @@ def base64_length(text: str) -> int | None:
     of padding, so the count needs no decoding; the alphabet check (one C
     pass) refuses a string a client could not decode to that many floats.
     """
-    raw = text.encode("ascii", "replace")
+    return base64_bytes_length(text.encode("ascii", "replace"))
+
+
+def base64_bytes_length(raw: bytes) -> int | None:
+    """``base64_length`` of a vector still in the bytes it came in."""
     body = raw.rstrip(b"=")
     padding = len(raw) - len(body)
     if len(raw) % 4 or padding > 2 or body.translate(None, BASE64_ALPHABET):

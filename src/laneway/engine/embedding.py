@@ -130,6 +130,8 @@ async def _embed(
         response.vectors = [floats(vector) for vector in vectors]
     else:
         response.encoded = [encoded(vector, request.encoding) for vector in vectors]
+        if len(done) == 1 and len(done[0].indices) == len(texts):
+            response.answer_body = done[0].result.body
     return response
 
 

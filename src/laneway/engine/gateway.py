@@ -224,6 +224,7 @@ class Engine:
             cache=lookup.status,
             cost=cost,
             cost_unknown=cost_unknown,
+            answer_body=r.body,
         )
         if accept is None or accept(response):
             await self.responses.save(lookup, response)

@@ -34,8 +34,14 @@ class OpenAIProvider:
         return None
 
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """The caller's parameters with this source's model (``wire.openai.chat_request``)."""
-        body = chat_request.chat_request_body(request, self.model, stream=stream)
+        """The caller's parameters with this source's model (``wire.openai.chat_request``).
+
+        A gateway caller's OpenAI body goes as it came, only its model rewritten
+        (``relayed_request_body``), when nothing else must change.
+        """
+        body = None if stream else chat_request.relayed_request_body(request, self.model)
+        if body is None:
+            body = chat_request.chat_request_body(request, self.model, stream=stream)
         return HttpRequest("POST", self._chat_url, self._sent(request.headers), body)
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:
@@ -67,9 +73,7 @@ class OpenAIProvider:
         """Parse the vectors in ``index`` order, kept in ``encoding`` when they came in it."""
         if response.status >= 400:
             raise self.failure(response.status, response.headers, response.body, wall_now)
-        data, vectors = embeddings.answer_vectors(response.body, encoding)
-        usage = chat_answer.openai_usage(data.get("usage"))
-        return EmbedResult(vectors, usage, str(data.get("model") or self.model))
+        return embeddings.read_embedding_list(response.body, encoding, self.model)
 
     def failure(
         self, status: int, headers: Mapping[str, str], body: bytes, wall_now: float

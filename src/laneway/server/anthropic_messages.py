@@ -31,7 +31,8 @@ class AnthropicEncoder(MessagesEventWriter):
         return self.error(status, body)
 
 
-def _read(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
+def _read(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
+    """Translated whatever the sources speak: ``body`` is not passed through."""
     request = read_messages(data, forwarded)
     stream = data.get("stream") is True
     return InboundChat(request, stream, refusing_malformed(message_body), AnthropicEncoder)

@@ -26,17 +26,18 @@ class ResponsesEncoder(ResponsesEventWriter):
         return self.error(describe_error(exc, lane)[1])
 
 
-def _read(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
+def _read(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
+    """Translated whatever the sources speak: ``body`` is not passed through."""
     call = read_response_request(data, forwarded)
     echo = call.echo
 
-    def body(result: LLMResponse) -> bytes:
+    def written(result: LLMResponse) -> bytes:
         return response_body(echo, result, time.time())
 
     return InboundChat(
         call.request,
         call.stream,
-        refusing_malformed(body),
+        refusing_malformed(written),
         lambda: ResponsesEncoder(echo, time.time()),
     )
 

@@ -5,6 +5,12 @@ This shape is laneway's neutral answer: every source's answer is read into a
 one with ``completion`` and ``chunk``), which library callers read and
 ``/v1/chat/completions`` serves. Usage is the upstream's own figures or
 nothing: a missing ``usage`` is unknown, never zero.
+
+An answer read keeps its bytes (``ChatResult.body``): a caller of this format
+is given them as they came (``completion_body``), since rendering the parsed
+answer again would only write the same JSON. Reading it is still one parse,
+which is what checks it (a malformed answer fails the attempt, retried
+elsewhere) and finds its usage, model and finish reason.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import orjson
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
+from laneway.core.passthrough import OPENAI_CHAT, AnswerBody
 from laneway.core.results import ChatResult
 from laneway.core.types import NO_USAGE, ChatChunk, LLMResponse, Usage
 from laneway.core.usage import openai_usage_dict
@@ -43,6 +50,7 @@ def read_completion(body: bytes, model: str) -> ChatResult:
         reasoning=reasoning_of(bool(reasoning_text), usage),
         tool_calls=calls if isinstance(calls, list) else [],
         raw=data,
+        body=AnswerBody(OPENAI_CHAT, body),
     )
 
 
@@ -152,9 +160,13 @@ def tool_call_delta(
 def completion_body(result: LLMResponse) -> bytes:
     """The ``/v1/chat/completions`` answer: the upstream's, usage as the call knows it.
 
-    Upstream figures stay as the upstream sent them (details included); an
-    estimate is written in OpenAI's shape; a ``usage: null`` goes.
+    Upstream figures stay as the upstream sent them (details included): an
+    OpenAI-shaped source's answer goes back as it came. An estimate is
+    written in OpenAI's shape; a ``usage: null`` goes.
     """
+    relayed = result.answer_body
+    if relayed is not None and relayed.wire == OPENAI_CHAT and result.usage.source == "provider":
+        return relayed.body
     raw = result.raw
     usage = result.usage
     if usage.source == "estimated" or ("usage" in raw and raw["usage"] is None):

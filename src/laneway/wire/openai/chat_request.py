@@ -10,11 +10,14 @@ definitions) and the nesting depth of the whole body are checked by
 
 Written for a source, the caller's parameters go as they came, with the
 source's model; fields namespaced for native formats (``anthropic``,
-``gemini``) stay behind.
+``gemini``) stay behind. When the caller spoke this format too, its body
+goes as it came, only its ``model`` value rewritten in the bytes
+(``relayed_request_body``), unless something must change beyond the model.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.passthrough import OPENAI_CHAT, CallerBody
 from laneway.core.shapes import chat_request, check_depth, check_strings, check_tools
 from laneway.core.types import ChatRequest
 from laneway.wire.openai.parts import NAMESPACES
@@ -58,6 +62,10 @@ CHAT_FIELDS: FieldTypes = {
     "user": _STRING,
     "reasoning_effort": _STRING,
 }
+_MODEL_KEY = re.compile(rb'"model"\s*:')
+_MODEL_VALUE = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
+_WRITTEN_AFRESH = frozenset({*NAMESPACES, "stream", "stream_options"})
+"""Fields a source's body may not carry as the caller sent them (see ``chat_request_body``)."""
 MAX_CHOICES = 128
 """The most ``n`` any provider takes (OpenAI's API: 1 to 128; Gemini's ``candidateCount`` fewer)."""
 
@@ -91,11 +99,14 @@ def lane_name(data: Mapping[str, Any]) -> str:
     return model
 
 
-def chat_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatCall:
+def chat_call(
+    data: dict[str, Any], forwarded: Mapping[str, str], body: bytes | None = None
+) -> ChatCall:
     """Validate a ``/v1/chat/completions`` body (its ``model`` already read).
 
     ``data`` is consumed: what remains of it becomes the upstream parameters;
-    ``forwarded`` are the caller's headers to send upstream.
+    ``forwarded`` are the caller's headers to send upstream; ``body``, the
+    bytes ``data`` was read from, rides along for a source of this format.
     """
     check_types(data, CHAT_FIELDS)
     check_tools(data.get("tools"))
@@ -110,6 +121,9 @@ def chat_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatCall:
     stream = data.get("stream") is True
     del data["model"]
     request = chat_request(data.pop("messages", None), data, forwarded)
+    if body is not None:
+        caller = CallerBody(OPENAI_CHAT, body, request.messages, request.params)
+        request = ChatRequest(request.messages, request.params, request.headers, caller)
     return ChatCall(request, stream, include_usage)
 
 
@@ -143,3 +157,23 @@ def chat_request_body(request: ChatRequest, model: str, *, stream: bool) -> byte
         body.pop("stream", None)
         body.pop("stream_options", None)
     return orjson.dumps(body)
+
+
+def relayed_request_body(request: ChatRequest, model: str) -> bytes | None:
+    """The caller's own body with ``model`` as its model; ``None`` when it must be written afresh.
+
+    Written afresh: a request that is not the caller's as read (``CallerBody.holds``),
+    one with fields a source may not get as sent (``_WRITTEN_AFRESH``), and a
+    body whose ``model`` key is not found exactly once (a nested ``model``
+    key, an escaped one): the bytes are never guessed at.
+    """
+    caller = request.caller_body
+    if caller is None or caller.wire != OPENAI_CHAT or not caller.holds(request):
+        return None
+    if not _WRITTEN_AFRESH.isdisjoint(request.params):
+        return None
+    body = caller.body
+    found = _MODEL_VALUE.search(body)
+    if found is None or len(_MODEL_KEY.findall(body)) != 1:
+        return None
+    return b"".join((body[: found.start(1)], orjson.dumps(model), body[found.end(1) :]))

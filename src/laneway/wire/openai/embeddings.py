@@ -1,13 +1,16 @@
 """OpenAI's embeddings: a caller's request read, a source's request written, answers both ways.
 
-An answer's vectors are kept as they came when a relay asks.
+An answer's vectors are kept as they came when a relay asks; a base64
+answer whose items are in order goes back to its caller as it came
+(``EmbedResult.body``), once its strings are counted and checked.
 
 Decoding 64 × 1,536 JSON numbers into Python floats and writing them out
 again cost a relay ~4 ms of CPU a call, more than moving the 2 MB does. When
 the caller wants JSON floats, each ``"embedding": [...]`` array is cut out of
 the body as bytes and counted (its commas), and only the rest of the body is
 parsed; when it wants base64, the upstream was asked for base64 and each
-string's length gives its float count. Anything irregular (whitespace inside
+``"embedding": "..."`` string is cut out alike, its length giving its float
+count and one C pass its alphabet. Anything irregular (whitespace inside
 an array, another key named ``embedding``, arrays that do not map one to one
 onto ``data``) falls back to a full parse, never to a guess.
 
@@ -26,13 +29,23 @@ import orjson
 
 from laneway.core.errors import AttemptFailure, RequestInvalid
 from laneway.core.failures import FailureKind
+from laneway.core.passthrough import OPENAI_EMBEDDINGS, AnswerBody
+from laneway.core.results import EmbedResult
 from laneway.core.types import EmbeddingResponse, EmbedInput, EmbedRequest
-from laneway.core.vectors import EncodedVector, Vector, VectorEncoding, base64_length
+from laneway.core.vectors import (
+    EncodedVector,
+    Vector,
+    VectorEncoding,
+    base64_bytes_length,
+    base64_length,
+)
 from laneway.wire.decoding import load_json
+from laneway.wire.openai.chat_answer import openai_usage
 from laneway.wire.openai.chat_request import FieldTypes, check_types
 
 _KEY = b'"embedding"'
-_TO_ARRAY = re.compile(rb"\s*:\s*\[")
+_OPENERS = {"float": re.compile(rb"\s*:\s*\["), "base64": re.compile(rb'\s*:\s*"')}
+"""What follows ``"embedding"`` before a vector of each encoding (an array, a string)."""
 _NUMBER_CHARS = b"0123456789.eE+-"
 _WHITESPACE = b" \t\n\r"
 EMBED_FIELDS: FieldTypes = {
@@ -116,8 +129,17 @@ def embeddings_body(result: EmbeddingResponse) -> bytes:
     The vectors come encoded (``EmbeddingResponse.encoded``): base64 strings
     as the upstream sent them, float arrays as the upstream's JSON text
     (``orjson.Fragment`` writes them without parsing). Unknown usage is left
-    out; unknown figures of known usage stay ``null``.
+    out; unknown figures of known usage stay ``null``. The one upstream
+    answer that holds every vector in order, with the upstream's usage, goes
+    back as it came (``EmbeddingResponse.answer_body``).
     """
+    relayed = result.answer_body
+    if (
+        relayed is not None
+        and relayed.wire == OPENAI_EMBEDDINGS
+        and result.usage.source == "provider"
+    ):
+        return relayed.body
     data: list[dict[str, Any]] = [
         {
             "object": "embedding",
@@ -133,6 +155,20 @@ def embeddings_body(result: EmbeddingResponse) -> bytes:
     return orjson.dumps(body)
 
 
+def read_embedding_list(body: bytes, encoding: VectorEncoding | None, model: str) -> EmbedResult:
+    """An embeddings answer: its vectors (see ``answer_vectors``), usage and model.
+
+    A base64 answer whose items are in ``index`` order, with its model and
+    usage, keeps its bytes (``EmbedResult.body``) for a caller of this format.
+    """
+    data, vectors, in_order = _read(body, encoding)
+    usage = openai_usage(data.get("usage"))
+    result = EmbedResult(vectors, usage, str(data.get("model") or model))
+    if in_order and encoding == "base64" and usage.known and isinstance(data.get("model"), str):
+        result.body = AnswerBody(OPENAI_EMBEDDINGS, body)
+    return result
+
+
 def answer_vectors(
     body: bytes, encoding: VectorEncoding | None
 ) -> tuple[dict[str, Any], list[Vector]]:
@@ -142,7 +178,15 @@ def answer_vectors(
     JSON arrays for ``float``, strings for ``base64``); otherwise it is a list
     of Python floats for the engine to convert.
     """
-    cut = _cut_arrays(body) if encoding == "float" else None
+    data, vectors, _ = _read(body, encoding)
+    return data, vectors
+
+
+def _read(
+    body: bytes, encoding: VectorEncoding | None
+) -> tuple[dict[str, Any], list[Vector], bool]:
+    """``answer_vectors``, and whether the items were cut out in ``index`` order, 0 to n-1."""
+    cut = _cut_vectors(body, encoding) if encoding is not None else None
     data = load_json(cut[0] if cut else body, "embeddings answer")
     items = data.get("data")
     if not isinstance(items, list):
@@ -157,9 +201,13 @@ def answer_vectors(
     if cut is not None:
         placed = _placed(embeddings, cut[1])
         if placed is not None:
-            return data, placed
-        return answer_vectors(body, None)
-    return data, [_vector(index, value) for index, value in enumerate(embeddings)]
+            in_order = all(
+                item.get("index") == position and value == [position]
+                for position, (item, value) in enumerate(zip(items, embeddings, strict=True))
+            )
+            return data, placed, in_order
+        return _read(body, None)
+    return data, [_vector(index, value) for index, value in enumerate(embeddings)], False
 
 
 def _vector(index: int, value: object) -> Vector:
@@ -176,31 +224,47 @@ def _vector(index: int, value: object) -> Vector:
     return value
 
 
-def _cut_arrays(body: bytes) -> tuple[bytes, list[EncodedVector]] | None:
-    """``body`` with each ``embedding`` array replaced by ``[n]`` (its ordinal), and the arrays.
+def _cut_vectors(body: bytes, encoding: VectorEncoding) -> tuple[bytes, list[EncodedVector]] | None:
+    """``body`` with each ``embedding`` vector replaced by ``[n]`` (its ordinal), and the vectors.
 
-    ``None`` when an array is not plain (see the module docstring): the
-    caller then parses the whole body.
+    ``None`` when a vector is not plain (see the module docstring; a base64
+    string that is not whole float32s): the caller then parses the whole body.
     """
+    opener = _OPENERS[encoding]
     pieces: list[bytes] = []
-    arrays: list[EncodedVector] = []
+    vectors: list[EncodedVector] = []
     position = 0
     search = 0
     while (key := body.find(_KEY, search)) >= 0:
         search = key + len(_KEY)
-        opened = _TO_ARRAY.match(body, search)
+        opened = opener.match(body, search)
         if opened is None:
             continue  # the value of "object": "embedding", not a key
         start = opened.end()
-        end = body.find(b"]", start)
-        array = _plain_array(body[start - 1 : end + 1]) if end >= 0 else None
-        if array is None:
+        end = body.find(b"]" if encoding == "float" else b'"', start)
+        if end < 0:
             return None
-        pieces += (body[position:start], str(len(arrays)).encode())
-        arrays.append(array)
-        position = search = end
+        vector = (
+            _plain_array(body[start - 1 : end + 1])
+            if encoding == "float"
+            else _plain_string(body[start:end])
+        )
+        if vector is None:
+            return None
+        pieces += (body[position : start - 1], b"[", str(len(vectors)).encode(), b"]")
+        vectors.append(vector)
+        position = search = end + 1
     pieces.append(body[position:])
-    return b"".join(pieces), arrays
+    return b"".join(pieces), vectors
+
+
+def _plain_string(text: bytes) -> EncodedVector | None:
+    """A base64 string's contents as a vector; ``None`` unless it is whole float32s.
+
+    Its alphabet is checked before it is decoded, so the text is ASCII.
+    """
+    length = base64_bytes_length(text)
+    return None if length is None else EncodedVector("base64", text.decode("ascii"), length)
 
 
 def _plain_array(array: bytes) -> EncodedVector | None:

@@ -1,0 +1,53 @@
+"""Bodies that cross the gateway as they came, when the caller and the source speak one format.
+
+The pass-through fast path: a caller's request body goes to a source of the
+same wire format with only its ``model`` rewritten (``CallerBody``), and the
+source's answer goes back as it came (``AnswerBody``), once read (and so
+checked) for its usage, model and finish reason. Nothing else is written
+afresh; a feature that needs the answer rewritten (an estimated usage, a
+``usage: null`` to drop) renders it from the parsed answer instead, on that
+call only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from laneway.core.messages import ChatMessage
+
+if TYPE_CHECKING:
+    from laneway.core.types import ChatRequest
+
+OPENAI_CHAT = "openai.chat"
+"""OpenAI's chat completions (``/v1/chat/completions``, the ``openai`` and ``azure`` sources)."""
+OPENAI_EMBEDDINGS = "openai.embeddings"
+"""OpenAI's embeddings (``/v1/embeddings``, the ``openai`` and ``azure`` sources)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallerBody:
+    """A caller's request body as it came, in its wire format (``wire``).
+
+    ``messages`` and ``params`` are the very objects the request was read
+    into: a request derived from it (other messages, other parameters: a
+    re-ask, a continuation) holds other objects, and ``holds`` then refuses
+    it, so its body is written afresh, never taken from here.
+    """
+
+    wire: str
+    body: bytes
+    messages: list[ChatMessage]
+    params: dict[str, Any]
+
+    def holds(self, request: ChatRequest) -> bool:
+        """Whether ``request`` is the one this body was read into."""
+        return request.messages is self.messages and request.params is self.params
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerBody:
+    """A source's answer body as it came, in its wire format (``wire``)."""
+
+    wire: str
+    body: bytes
