@@ -14,8 +14,10 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 
+from laneway.app.feed import RecordFeed
 from laneway.cli.serve import build_gateway
 from laneway.core.errors import ConfigError
+from laneway.server import Gateway
 from laneway.sim import RunningSim
 from laneway.tracing import SpanObserver, observer_from_env, tracing_wanted
 from laneway.tracing.setup import check_tracing, describe_tracing, exporter_name
@@ -141,6 +143,14 @@ def receiver() -> Iterator[tuple[str, list[bytes]]]:
         thread.join(timeout=5)
 
 
+def observers(gateway: Gateway) -> list[object]:
+    """The gateway's call observers, those behind its record feed included."""
+    found: list[object] = []
+    for observer in gateway.engine.recorder.observers:
+        found.extend(observer.consumers if isinstance(observer, RecordFeed) else [observer])
+    return found
+
+
 def span_names(bodies: list[bytes]) -> list[str]:
     """The names of every span in the posted export requests."""
     names: list[str] = []
@@ -159,12 +169,12 @@ async def test_serve_exports_spans_over_otlp_http(
         monkeypatch.delenv(name, raising=False)
     settings = config({"lane": {"sources": [source(sim, unique_spec(""))]}})
     untraced = build_gateway(settings, {}, tmp_path)
-    assert not any(isinstance(o, SpanObserver) for o in untraced.engine.recorder.observers)
+    assert not any(isinstance(o, SpanObserver) for o in observers(untraced))
     await untraced.engine.aclose()
     url, bodies = receiver
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
     gateway = build_gateway(settings, {}, tmp_path)
-    (observer,) = [o for o in gateway.engine.recorder.observers if isinstance(o, SpanObserver)]
+    (observer,) = [o for o in observers(gateway) if isinstance(o, SpanObserver)]
     provider = observer.provider
     assert isinstance(provider, TracerProvider)
     with serve_app(gateway) as running:

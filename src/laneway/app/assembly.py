@@ -4,7 +4,11 @@
 call and a gateway call are recorded, measured and priced by the same
 objects: the ``Pricer`` (prices found once, at start), the telemetry writer
 ``telemetry:`` asks for, the ``Metrics`` every call feeds, and the engine
-(``build_engine``) whose recorder hands each finished call to them.
+(``build_engine``) whose recorder hands each finished call to them: once, to
+one ``RecordFeed``, which gives the calls of each turn of the event loop to
+every one of them together, off the request path. An observer that is off
+(metrics under ``server.metrics: false``, the access log, telemetry, traces)
+is not in the feed, so it costs a call nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from pathlib import Path
 
 from laneway.accounting.pricer import Pricer
 from laneway.app.engine import build_engine
+from laneway.app.feed import RecordFeed
 from laneway.cache import CacheStore
 from laneway.config.models import LanewayConfig
 from laneway.config.secrets import redactor_for
 from laneway.core.clock import Clock
-from laneway.core.records import CallObserver, RecordPricer
+from laneway.core.records import BatchObserver, CallObserver, RecordPricer
 from laneway.core.redact import Redactor
 from laneway.core.transport import Transport
 from laneway.engine.gateway import Engine
@@ -59,6 +64,7 @@ def assemble(
     access_log: ObserverFactory | None = None,
     share: Path | None = None,
     tracing: bool = False,
+    count_calls: bool = True,
 ) -> Assembly:
     """The engine of ``config`` with pricing, telemetry and metrics wired in.
 
@@ -67,14 +73,16 @@ def assemble(
     ``telemetry_dir``). ``observers`` receive every finished call after the
     metrics, the access log and the telemetry writer; ``share`` is the folder
     where ``--workers`` pool their metrics; ``tracing`` adds the span
-    observer the process's ``OTEL_*`` variables ask for.
+    observer the process's ``OTEL_*`` variables ask for. ``count_calls``
+    false leaves the metrics out of the feed (``server.metrics: false``):
+    they are made, for the process's own figures, but count no call.
     """
     redactor = redactor_for(config, environ)
     pricer = Pricer.for_lanes(config.lanes)
     folder = telemetry_dir(config, base_dir)
     writer = None if folder is None else writer_for(config.telemetry, folder, pricer.cost, redactor)
     metrics = Metrics(pricer.cost, None if share is None else SharedFolder(share))
-    watchers: list[CallObserver] = [metrics]
+    watchers: list[BatchObserver | CallObserver] = [metrics] if count_calls else []
     if access_log is not None:
         watchers.append(access_log(pricer.cost))
     if writer is not None:
@@ -90,7 +98,7 @@ def assemble(
         transport=transport,
         cache=cache,
         clock=clock,
-        observers=[*watchers, *observers],
+        observers=[RecordFeed(watchers), *observers] if watchers else observers,
         price=pricer.cost,
         redactor=redactor,
     )

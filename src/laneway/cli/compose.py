@@ -58,6 +58,8 @@ class _Process:
 
     pricer: Pricer
     metrics: Metrics
+    counting: bool
+    """``server.metrics`` of the first config: whether the metrics count calls and are served."""
     writer: TelemetryWriter | None
     observers: list[CallObserver]
     engine_clock: Clock
@@ -155,7 +157,7 @@ class Composer:
         gateway = Gateway(
             engine,
             environ,
-            metrics=process.metrics,
+            metrics=process.metrics if process.counting else None,
             telemetry=process.writer,
             limits=limits,
             config_id=config_id,
@@ -197,11 +199,17 @@ class Composer:
             access_log=None if self.access_log is None else _access_log(self.access_log),
             share=self.share,
             tracing=True,
+            count_calls=config.server.metrics,
         )
         built.metrics.watch_connections(CONNECTIONS)
         engine = built.engine
         process = _Process(
-            built.pricer, built.metrics, built.telemetry, engine.recorder.observers, engine.clock
+            built.pricer,
+            built.metrics,
+            config.server.metrics,
+            built.telemetry,
+            engine.recorder.observers,
+            engine.clock,
         )
         return engine, process
 

@@ -37,9 +37,11 @@ RESTART_ONLY = (
     "max_headers",
     "max_connections",
     "worker_snapshot_interval",
+    "metrics",
 )
-"""``server:`` settings the listening socket and its connections were made with, and the
-metrics snapshots' timer, which runs from the worker's start."""
+"""``server:`` settings the listening socket and its connections were made with, the
+metrics snapshots' timer, which runs from the worker's start, and whether calls are
+counted for ``/metrics`` (the process's record feed is made with its first config)."""
 
 
 def config_hash(text: bytes) -> str:

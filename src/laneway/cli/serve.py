@@ -331,10 +331,13 @@ def banner(
         lines.extend(f"      {problem}" for problem in state.problems)
     lines.extend(f"warning: {problem}" for problem in keys.problems)
     lines.append(f"telemetry: {describe_telemetry(config.telemetry.url, base_dir)}")
-    scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
-    lines.append(f"metrics: {url}/metrics ({scrape})")
-    browser = "open" if keys.open else "the same keys; a browser asks for one as the password"
-    lines.append(f"status page: {url}/status ({browser})")
+    if config.server.metrics:
+        scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
+        lines.append(f"metrics: {url}/metrics ({scrape})")
+        browser = "open" if keys.open else "the same keys; a browser asks for one as the password"
+        lines.append(f"status page: {url}/status ({browser})")
+    else:
+        lines.append("metrics and status page: off (server.metrics: false)")
     lines.append(describe_limits(connection_limits(config.server), workers))
     tracing = describe_tracing(os.environ)
     if tracing is not None:

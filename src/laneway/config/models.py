@@ -603,6 +603,9 @@ class ServerConfig(Strict):
     """Host names a keyless gateway answers besides IP literals, ``localhost`` and ``host``."""
     ready: Literal["all", "any"] = "all"
     """``/readyz`` answers 200 when every lane is ready (``all``) or at least one (``any``)."""
+    metrics: bool = True
+    """Count every call for ``/metrics`` and the status page; ``false`` turns both off, and
+    what counting costs a call with them (applied at a restart, not a reload)."""
     worker_snapshot_interval: Duration = Field(default=1.0, ge=0.1, le=2.5)
     """Under ``--workers N``, how often each worker shares its metrics and status history: a
     scrape sees the other workers' calls this late at most. At least 0.1 s (each snapshot

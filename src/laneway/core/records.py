@@ -1,15 +1,19 @@
 """The record every call leaves, whatever its outcome.
 
-The engine fills one ``CallRecord`` per call and hands it to a ``CallObserver``
-(telemetry, metrics). Observers must not block: the request path only enqueues.
+The engine fills one ``CallRecord`` per call and hands it to each
+``CallObserver`` once. Observers must not block: the request path only enqueues.
+laneway's own observers (metrics, access log, telemetry, traces) are
+``BatchObserver``s behind one ``CallObserver`` (``engine.recording.RecordFeed``),
+which hands them the records of each turn of the event loop together, after
+the answers have gone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from laneway.core.types import NO_USAGE, Attempt, Usage
 
@@ -73,6 +77,20 @@ class CallObserver(Protocol):
 
     def observe(self, record: CallRecord) -> None:
         """Take one record."""
+        ...
+
+
+@runtime_checkable
+class BatchObserver(Protocol):
+    """Receives finished calls a batch at a time, off the request path (``RecordFeed``)."""
+
+    def observe_batch(self, records: Sequence[CallRecord]) -> None:
+        """Take the records of calls that ended since the last batch, oldest first."""
+        ...
+
+    def follow(self, catch_up: Callable[[], None]) -> None:
+        """Keep ``catch_up``, which hands over the records still waiting for their batch:
+        an observer whose figures are read (metrics, a writer closing) calls it first."""
         ...
 
 

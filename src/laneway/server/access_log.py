@@ -1,20 +1,23 @@
 """The access log: one line per finished call, JSON lines for machines or text for people.
 
-Every call's ``CallRecord`` reaches ``AccessLog.observe``, which only appends
-it to a list; the lines are formatted and written in one write on the next
-turn of the event loop, after the answer has gone, so the request path pays
-an append. A line names the key (its configured name, never the key itself),
-the request id, lane, source, attempts with their outcomes, status, latency,
-time to first token, tokens (``null`` where unknown, never 0), cost and the
-cache outcome; a failed call also carries its error code and its reason (the
-last attempt's message).
+Every call's ``CallRecord`` reaches ``AccessLog.observe_batch`` with the other
+calls that ended in the same turn of the event loop, after their answers went
+(the engine's record feed, ``laneway.app.feed``): their lines are formatted and
+written in one write, so the request path pays nothing here. ``observe`` (the
+log used on its own) appends and writes on the loop's next turn the same way.
+
+A line names the key (its configured name, never the key itself), the request
+id, lane, source, attempts with their outcomes, status, latency, time to first
+token, tokens (``null`` where unknown, never 0), cost and the cache outcome; a
+failed call also carries its error code and its reason (the last attempt's
+message).
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TextIO
 
 import orjson
@@ -53,6 +56,14 @@ class AccessLog:
             self.flush()
             return
         self._scheduled = True
+
+    def observe_batch(self, records: Sequence[CallRecord]) -> None:
+        """Write the lines of ``records`` (and of any queued by ``observe``) in one write."""
+        self._pending.extend(records)
+        self.flush()
+
+    def follow(self, catch_up: Callable[[], None]) -> None:
+        """Nothing to catch up: no figure of the log is read (the feed flushes every turn)."""
 
     def flush(self) -> None:
         """Write every queued line in one write."""

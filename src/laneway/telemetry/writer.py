@@ -1,7 +1,9 @@
 """``TelemetryWriter``: the observer that gets every call into the database, later.
 
-``observe`` runs on the request path and only appends to a bounded queue;
-when the queue is full the record is dropped and counted. A background task
+``observe_batch`` gets the records of each turn of the event loop together,
+after their answers went (the engine's record feed, ``laneway.app.feed``), and
+only appends them to a bounded queue (``observe``: one record, the same way);
+when the queue is full a record is dropped and counted. A background task
 wakes once per batch (``batch_size`` rows queued, or ``flush_interval``
 passed), never per record, prices the rows a slice at a time so the loop
 is never held for a whole batch, and writes them, each write bounded by
@@ -98,6 +100,7 @@ class TelemetryWriter:
         self._closing = False
         self._opened = False
         self._failing = False
+        self._catch_up: Callable[[], None] = _nothing_waits
 
     @property
     def depth(self) -> int:
@@ -126,12 +129,24 @@ class TelemetryWriter:
 
     def observe(self, record: CallRecord) -> None:
         """Queue ``record``, or count it dropped when the queue is full. Never waits."""
-        if len(self._queue) >= self.queue_size:
-            self.stats.dropped += 1
-            return
-        self._queue.append(record)
-        if len(self._queue) >= self.batch_size:
+        self.observe_batch((record,))
+
+    def observe_batch(self, records: Sequence[CallRecord]) -> None:
+        """Queue ``records``, counting those past a full queue as dropped. Never waits."""
+        queue = self._queue
+        room = self.queue_size - len(queue)
+        if len(records) <= room:
+            queue.extend(records)
+        else:
+            kept = max(room, 0)
+            queue.extend(records[:kept])
+            self.stats.dropped += len(records) - kept
+        if len(queue) >= self.batch_size:
             self._ready.set()
+
+    def follow(self, catch_up: Callable[[], None]) -> None:
+        """Call ``catch_up`` before closing, so records still waiting for their batch are kept."""
+        self._catch_up = catch_up
 
     def start(self) -> None:
         """Start the background writer on the running loop (opens the store lazily)."""
@@ -144,6 +159,7 @@ class TelemetryWriter:
         Records still queued when the bound passes go to the spool (counted as
         dropped when there is none, or it is full).
         """
+        self._catch_up()
         self._closing = True
         self._ready.set()
         if self._task is not None:
@@ -340,3 +356,7 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+def _nothing_waits() -> None:
+    """The catch-up of a writer no feed hands records to."""
