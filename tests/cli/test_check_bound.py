@@ -138,3 +138,55 @@ def test_check_says_a_source_is_reached_only_when_not_admitted(tmp_path, capsys)
 def test_check_does_not_warn_when_the_walk_reaches_every_source(tmp_path, capsys) -> None:
     out = checked(tmp_path, capsys, "    retries: 2\n    retry_on: [503]\n", "priority: 1")
     assert warning_about(out, "b") == ""
+
+
+SOURCE_A = "{name: a, base_url: 'http://127.0.0.1:1/v1', model: m, breaker: {failures: 1}}"
+
+
+def test_check_walks_past_a_source_whose_breaker_opens_within_the_call(tmp_path, capsys) -> None:
+    """Failed before: check printed ``a, a, b``; a's breaker opens on its first failure."""
+    path = tmp_path / "laneway.yaml"
+    path.write_text(
+        "lanes:\n  x:\n    retries: 2\n    retry_on: [429, 503]\n    backoff: {base: 10ms}\n"
+        "    sources:\n"
+        f"      - {SOURCE_A}\n"
+        "      - {name: b, base_url: 'http://127.0.0.1:1/v1', model: m, priority: 1}\n"
+    )
+    main(["check", str(path)])
+    out = capsys.readouterr().out
+    assert "walk x: on an error status: a, b, b" in out
+    assert "walk x: on a 429: a, a, b" in out, "a 429 counts for no breaker"
+
+
+async def test_the_breaker_walk_is_the_engines(sim) -> None:
+    specs = [unique_spec("status=503"), unique_spec("status=503")]
+    lane = LaneConfig.model_validate(
+        {
+            "retries": 2,
+            "retry_on": [503],
+            "backoff": {"base": "10ms"},
+            "sources": [
+                {
+                    "name": "a",
+                    "base_url": sim_url(sim, specs[0]),
+                    "model": "m",
+                    "breaker": {"failures": 1},
+                },
+                {"name": "b", "base_url": sim_url(sim, specs[1]), "model": "m", "priority": 1},
+            ],
+        }
+    )
+    config = EXAMPLE_CONFIG.model_copy(update={"lanes": {"x": lane}})
+    async with Laneway.from_settings(config, environ={}) as lw:
+        error = await call_once(lw, "x", lane)
+    assert [a.source for a in error.attempts] == ["a", "b", "b"]
+    assert failing_walks(lane, retry_policy(lane))[0] == ("an error status", ["a", "b", "b"])
+
+
+def test_check_states_the_walks_at_the_jitters_bounds(tmp_path, capsys) -> None:
+    lane = "    retries: 2\n    retry_on: [503]\n    deadline: 1.1s\n"
+    out = checked(tmp_path, capsys, lane + "    backoff: {base: 1s, jitter: full}\n", "priority: 1")
+    assert "walk x: on an error status: a, b" in out
+    assert "with jitter: a, b at the longest backoffs, a, a, b at the shortest" in out
+    steady = checked(tmp_path, capsys, lane + "    backoff: {base: 1s}\n", "priority: 1")
+    assert "with jitter" not in steady

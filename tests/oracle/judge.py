@@ -7,6 +7,7 @@ virtual and exact but sums of float waits, so they are read to ``GRAIN``.
 
 from __future__ import annotations
 
+import random
 import re
 
 from laneway.cli.check import failing_walks, request_bound
@@ -48,46 +49,71 @@ def hold_requests(case: Case, exchanges: list[Exchange]) -> None:
         assert len(mine) <= bound(case.config.lanes[name]), (name, len(mine))
 
 
-def walk_kind(lane: LaneConfig, specs: set[str]) -> str | None:
-    """Which of ``check``'s walks a lane whose every answer is one of ``specs`` takes.
+def walk_kind(lane: LaneConfig, specs: set[str], walks: dict[str, list[str]]) -> str | None:
+    """Which of ``check``'s ``walks`` a lane whose every answer is one of ``specs`` takes.
 
-    Only where every answer fails alike: all statuses the lane retries, or
-    all refused connections (``reset``); ``None`` otherwise.
+    Only where every answer fails alike: all statuses the lane retries (all
+    429s where ``check`` has a walk of its own for them, a 429 counting for no
+    breaker), or all refused connections (``reset``); ``None`` otherwise.
     """
     labels = {str(label) for label in lane.retry_on}
     statuses = {m.group(1) for spec in specs if (m := _STATUS.match(spec))}
     if statuses and len(statuses) == len(specs) and statuses <= labels:
-        return "an error status"
+        if "a 429" not in walks:
+            return "an error status"
+        return "a 429" if statuses == {"429"} else None if "429" in statuses else "an error status"
     if specs == {"reset"} and "connect" in labels and "connect" in SET_ASIDE:
         return "a timeout or refused connection"
     return None
 
 
-def hold_walk(case: Case, exchanges: list[Exchange]) -> None:
+def hold_walk(case: Case, exchanges: list[Exchange], drawn: list[tuple[int, float]]) -> None:
     """Where a lane's every answer fails alike, its sources are tried in ``check``'s walk.
 
-    The walk takes each backoff at its longest, so a lane whose backoff has
-    jitter (a shorter wait may fit where the longest does not) is not held to
-    it; nor is a lane where a breaker can open within the call, since the walk
-    leaves breakers out.
+    ``check``'s walk models each source's breaker. It takes each backoff at
+    its longest, and states the walk at the shortest too where jitter may
+    change it; a jittered lane is held to ``check``'s walk at the backoffs its
+    jitter drew (``drawn``: each number the engine drew, after how many of
+    ``exchanges``), which lie between the two.
     """
     for name in chain(case):
         lane = case.config.lanes[name]
-        if lane.backoff.jitter != "none" or _breaker_opens(lane):
-            continue
         sources = case.sources(name)
-        kind = walk_kind(lane, {spec for s in sources for spec in case.faults[s]})
-        walks = dict(failing_walks(lane, retry_policy(lane)))
+        policy = retry_policy(lane)
+        backoffs = _drawn_backoffs(lane, exchanges, drawn, sources)
+        walks = dict(failing_walks(lane, policy, backoffs))
+        kind = walk_kind(lane, {spec for s in sources for spec in case.faults[s]}, walks)
         if kind is None or kind not in walks:
             continue
         tried = [e.source for e in exchanges if e.source in sources]
-        assert tried == walks[kind][: len(tried)], (name, kind, tried, walks[kind])
+        assert tried == walks[kind][: len(tried)], (name, kind, tried, walks[kind], backoffs)
 
 
-def _breaker_opens(lane: LaneConfig) -> bool:
-    """Whether a source's breaker can open on the failures of one call."""
-    most = bound(lane)
-    return any((s.breaker or lane.breaker).failures <= most for s in lane.sources)
+def _drawn_backoffs(
+    lane: LaneConfig, exchanges: list[Exchange], drawn: list[tuple[int, float]], sources: list[str]
+) -> list[float] | None:
+    """The backoffs ``lane``'s jitter drew, in order (``None``: no jitter, the longest)."""
+    if lane.backoff.jitter == "none":
+        return None
+    mine = [
+        value
+        for made, value in drawn
+        if 0 < made <= len(exchanges) and exchanges[made - 1].source in sources
+    ]
+    backoff = retry_policy(lane).backoff
+    numbers = _Replayed(mine)
+    return [backoff.delay(retry, numbers) for retry in range(1, len(mine) + 1)]
+
+
+class _Replayed(random.Random):
+    """Gives back numbers drawn before, in order."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = iter(values)
+        super().__init__(0)
+
+    def random(self) -> float:
+        return next(self.values)
 
 
 def lane_of(case: Case, record: CallRecord) -> LaneConfig:

@@ -69,6 +69,27 @@ class Run:
     metrics: Metrics
     pricer: Pricer
     upstream: Scripted
+    draws: Draws
+
+
+class Draws(random.Random):
+    """The engine's generator, seeded by the case, keeping each number drawn.
+
+    Each draw is kept with the count of upstream exchanges made before it, so
+    ``judge.hold_walk`` can give ``check``'s walk the backoffs a lane's
+    jitter drew (the draw after a failed exchange is its retry's backoff).
+    """
+
+    def __init__(self, seed: int, upstream: Scripted) -> None:
+        self.upstream = upstream
+        self.drawn: list[tuple[int, float]] = []
+        super().__init__(seed)
+
+    def random(self) -> float:
+        """The next number, kept."""
+        value = super().random()
+        self.drawn.append((len(self.upstream.log), value))
+        return value
 
 
 class Bench:
@@ -94,7 +115,7 @@ class Bench:
             clock=self.clock,
             observers=[capture],
         )
-        lw.engine.loop.rng = random.Random(case.seed)
+        draws = lw.engine.loop.rng = Draws(case.seed, upstream)
         call = Call(self.clock.now())
         try:
             await _library_call(lw, case, call)
@@ -103,7 +124,7 @@ class Bench:
         call.ended = self.clock.now()
         await lw.aclose()
         call.records, call.exchanges = capture.records, upstream.log
-        return Run([call], lw.metrics, lw.pricer, upstream)
+        return Run([call], lw.metrics, lw.pricer, upstream, draws)
 
     async def gateway(self, case: Case) -> Run:
         upstream, capture, log = (
@@ -120,7 +141,7 @@ class Bench:
             observers=[capture],
             access_log=lambda cost: AccessLog(cost, log),
         )
-        built.engine.loop.rng = random.Random(case.seed)
+        draws = built.engine.loop.rng = Draws(case.seed, upstream)
         client = AsgiTransport(Gateway(built.engine, {}, metrics=built.metrics))
         calls: list[Call] = []
 
@@ -139,7 +160,7 @@ class Bench:
 
         await sdk.with_retries(send, self.clock, random.Random(case.seed))
         await built.engine.aclose()
-        return Run(calls, built.metrics, built.pricer, upstream)
+        return Run(calls, built.metrics, built.pricer, upstream, draws)
 
 
 async def _library_call(lw: Laneway, case: Case, call: Call) -> None:

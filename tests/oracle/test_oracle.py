@@ -56,7 +56,21 @@ BREAKER_IN_THE_WALK = Case(
     },
     {"p0": ("status=500",), "p1": ("status=500",), "p2": ("status=500",)},
 )
-"""``check``'s walk ``p1, p1`` leaves out p1's breaker, open after one failure: ``p1, p0``."""
+"""``check``'s walk ``p1, p1`` left out p1's breaker, open after one failure: ``p1, p0``. The
+walk models breakers now, and the oracle holds this case (and every lane) to it."""
+QUOTA_IN_THE_WALK = Case(
+    {
+        "main": {
+            "deadline": 0.5,
+            "retries": 1,
+            "retry_on": {503: 1},
+            "backoff": {"kind": "constant", "base": 0.0},
+            "sources": [_source("p0", 1), _source("p1", 0, rpm=1)],
+        }
+    },
+    {"p0": ("status=503",), "p1": ("status=503",)},
+)
+"""``check`` walked ``p1, p1``; p1's ``rpm: 1`` was spent by the first attempt: ``p1, p0``."""
 QUOTA_PAST_DEADLINE = Case(
     {
         "main": {
@@ -92,7 +106,7 @@ BREAKER_PAST_DEADLINE = Case(
 def hold_library(case: Case, run: Run) -> None:
     (call,) = run.calls
     judge.hold_requests(case, call.exchanges)
-    judge.hold_walk(case, call.exchanges)
+    judge.hold_walk(case, call.exchanges, run.draws.drawn)
     judge.hold_time(case, call.records, call.ended - call.began)
     judge.hold_gate_waits(case, call.records)
     judge.hold_blame(call.error)
@@ -100,7 +114,7 @@ def hold_library(case: Case, run: Run) -> None:
 
 
 def hold_gateway(case: Case, run: Run) -> None:
-    judge.hold_walk(case, run.calls[0].exchanges)
+    judge.hold_walk(case, run.calls[0].exchanges, run.draws.drawn)
     judge.hold_requests(case, run.upstream.log)
     for call in run.calls:
         judge.hold_should_retry(call)
@@ -138,6 +152,7 @@ defect 2); the access log said status null for the 429 sent (defect 12)."""
 @given(case=cases())
 @example(case=BACKOFF_PAST_DEADLINE)
 @example(case=BREAKER_IN_THE_WALK)
+@example(case=QUOTA_IN_THE_WALK)
 @example(case=QUOTA_PAST_DEADLINE)
 @example(case=BREAKER_PAST_DEADLINE)
 @example(case=SDK_RETRIES_ON_TOP)

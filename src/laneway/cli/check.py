@@ -9,7 +9,7 @@ from laneway.accounting import Pricer, Rate
 from laneway.app import build_lane
 from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.cli.check_walk import failing_walks as failing_walks  # tests/oracle reads it here
-from laneway.cli.check_walk import unreached_warnings
+from laneway.cli.check_walk import unreached_warnings, walk_notes
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane, hedging, retry_policy, worst_case
@@ -137,10 +137,9 @@ def lane_report(name: str, lane: LaneConfig, environ: Mapping[str, str]) -> Lane
     notes += hedge_notes(name, lane, bound.once)
     warnings = _warnings(name, lane, environ, worst)
     if len(lane.sources) > 1:
-        walks = failing_walks(lane, policy)
         if policy.most_retries():
-            notes += [f"walk {name}: on {kind}: {', '.join(walk)}" for kind, walk in walks]
-        warnings += unreached_warnings(name, lane, walks)
+            notes += walk_notes(name, lane, policy)
+        warnings += unreached_warnings(name, lane, failing_walks(lane, policy))
     return LaneReport(name, row, warnings, notes)
 
 

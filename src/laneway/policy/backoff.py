@@ -28,6 +28,15 @@ class Backoff:
             return min(self.base, self.cap)
         return min(self.base * 2.0 ** (retry - 1), self.cap)
 
+    def floor(self, retry: int) -> float:
+        """The smallest sleep before retry ``retry`` its jitter can draw."""
+        top = self.ceiling(retry)
+        if self.jitter == "full":
+            return 0.0
+        if self.jitter == "equal":
+            return top / 2.0
+        return top
+
     def delay(self, retry: int, rng: random.Random) -> float:
         """The sleep before retry ``retry``, jitter drawn from ``rng``."""
         top = self.ceiling(retry)

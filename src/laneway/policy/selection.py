@@ -25,9 +25,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from laneway.core.outcomes import LogSummary
 from laneway.core.values import value
+from laneway.policy.breaker import BreakerLimits
 from laneway.policy.health import HealthPolicy, Tier
-from laneway.policy.waits import ADMIT, Admit, Probe, Wait
+from laneway.policy.waits import ADMIT, BACKOFF, Admit, Probe, Wait, soonest
 
 YIELD_AFTER_FAILURES = 2
 
@@ -173,11 +175,19 @@ def _panic_rank(candidate: Candidate) -> tuple[bool, float]:
 
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
-    """One source of a lane as ``failing_walk`` sees it: its name and rank."""
+    """One source of a lane as ``failing_walk`` sees it: its name, rank, breaker and ``rpm``.
+
+    ``breaker`` is ``None`` when the walk's failures do not count for it (a
+    429); ``rpm`` requests fit in ``held_for`` seconds (a failure settles its
+    tokens at zero, so a ``tpm`` never holds a failing walk back).
+    """
 
     name: str
     priority: int = 0
     weight: float = 1.0
+    breaker: BreakerLimits | None = None
+    rpm: int | None = None
+    held_for: float = 61.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,47 +217,88 @@ def failing_walk(
     """The sources a call's ``attempts`` go to when every one of them fails at once.
 
     For a lane with no history and no Retry-After: each failure lowers the
-    source's health as a fresh failure does (``prior / (prior + failures)``)
-    and counts for this call; ``set_aside`` for timeouts and refused
-    connections, which move the source to the back. Going back to a source
-    waits its backoff; a backoff that cannot fit before the deadline (with
-    ``min_attempt`` after it) leaves that source for the rest of the call,
-    which moves on at once, or ends when no other source is left.
+    source's health as a fresh failure does (``prior / (prior + failures)``),
+    counts for this call and, where the source's ``breaker`` counts it, for
+    its breaker, which opens, turns half-open and panics as ``plan`` reads
+    it; each attempt takes one of the source's ``rpm``; ``set_aside`` for
+    timeouts and refused connections, which move the source to the back.
+    Each attempt goes to ``plan``'s first try. Going back to a source waits
+    its backoff; a backoff that cannot fit before the
+    deadline (with ``min_attempt`` after it) leaves that source for the rest
+    of the call, which moves on at once, or ends when no other source is left.
     """
-    failures = {source.name: 0 for source in sources}
-    ready = dict.fromkeys(failures, 0.0)
-    left, turns, now = list(sources), Turns(), 0.0
-    walk: list[str] = []
+    walk = _Walk(sources, health, set_aside)
+    left, names = list(sources), []
     for retry in range(1, attempts + 1):
-        candidates = [_failing(s, failures[s.name], health, set_aside) for s in left]
-        chosen = order(candidates, turns, health)[0].name
-        if len(candidates) > 1:
-            turns.took(chosen, peers(chosen, candidates, health))
-        walk.append(chosen)
-        failures[chosen] += 1
-        now = max(now, ready[chosen])
+        chosen = walk.pick(left, time)
+        if chosen is None:
+            break
+        names.append(chosen)
+        walk.failed(chosen)
         wait = time.backoffs[retry - 1] if retry <= len(time.backoffs) else 0.0
-        remaining = time.deadline - now
+        remaining = time.deadline - walk.now
         if wait + time.min_attempt <= remaining:
-            ready[chosen] = now + wait
+            walk.ready[chosen] = walk.now + wait
         elif remaining < time.min_attempt or len(left) == 1:
             break
         else:
             left = [s for s in left if s.name != chosen]
-    return walk
+    return names
 
 
-def _failing(source: SourceSpec, failures: int, health: HealthPolicy, set_aside: bool) -> Candidate:
-    score = health.prior_weight / (health.prior_weight + failures)
-    return Candidate(
-        source.name,
-        score,
-        ADMIT,
-        source.priority,
-        source.weight,
-        failures=failures,
-        set_aside=set_aside and failures > 0,
-    )
+class _Walk:
+    """A failing walk's state: the time, each source's failures and when it may be revisited."""
+
+    def __init__(self, sources: Sequence[SourceSpec], health: HealthPolicy, aside: bool) -> None:
+        self.health, self.aside, self.now, self.turns = health, aside, 0.0, Turns()
+        self.failures = {source.name: 0 for source in sources}
+        self.failed_at: dict[str, list[float]] = {source.name: [] for source in sources}
+        self.ready = dict.fromkeys(self.failures, 0.0)
+
+    def pick(self, left: Sequence[SourceSpec], time: WalkTime) -> str | None:
+        """``plan``'s first try, after the waits it names; ``None`` when one would not fit."""
+        while True:
+            candidates = [self._candidate(source) for source in left]
+            planned = plan(candidates, self.turns, self.health)
+            if planned.tries:
+                chosen = planned.tries[0].name
+                if len(candidates) > 1:
+                    self.turns.took(chosen, peers(chosen, candidates, self.health))
+                return chosen
+            wait = soonest(planned.waits)
+            if wait is None or self.now + wait.seconds + time.min_attempt > time.deadline:
+                return None
+            self.now += wait.seconds
+
+    def failed(self, name: str) -> None:
+        """The attempt on ``name`` failed now."""
+        self.failures[name] += 1
+        self.failed_at[name].append(self.now)
+
+    def _candidate(self, source: SourceSpec) -> Candidate:
+        failures, failed_at = self.failures[source.name], self.failed_at[source.name]
+        last = failed_at[-1] if failed_at else None
+        gate: Admit | Probe | Wait = ADMIT
+        if source.breaker is not None:
+            gate = source.breaker.gate(
+                LogSummary(self.now, 0.0, 0.0, tuple(failed_at), last), self.now
+            )
+        ready = self.ready[source.name] - self.now
+        sent = [at for at in failed_at if at > self.now - source.held_for]
+        full = source.rpm is not None and len(sent) >= source.rpm
+        blocked = Wait(sent[0] + source.held_for - self.now, "quota", source.name) if full else None
+        return Candidate(
+            source.name,
+            self.health.prior_weight / (self.health.prior_weight + failures),
+            gate,
+            source.priority,
+            source.weight,
+            blocked,
+            failures=failures,
+            last_failure=last if source.breaker is not None else None,
+            revisit=Wait(ready, BACKOFF, source.name) if ready > 0 else None,
+            set_aside=self.aside and failures > 0,
+        )
 
 
 def _yield_after_failures(ranked: list[Candidate]) -> list[Candidate]:
