@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from laneway.cli.main import main
 from laneway.cli.serve import main as serve_main
 from laneway.cli.writable import unwritable
 from laneway.config.load import load_config
@@ -95,3 +96,36 @@ def test_serve_refuses_to_start_when_telemetry_cannot_be_written(root_owned: Pat
 def test_a_writable_folder_has_nothing_to_say(tmp_path: Path) -> None:
     (tmp_path / "laneway.yaml").write_text(CONFIG)
     assert unwritable(load_config(tmp_path / "laneway.yaml")[0], tmp_path) == []
+
+
+def test_check_refuses_what_serve_refuses_in_the_same_words(root_owned: Path) -> None:
+    """Failed before: ``laneway check`` exited 0 on a config ``serve`` refused to start."""
+
+    def both() -> list[tuple[int, str]]:
+        verdicts = []
+        for command, argv in (
+            (main, ["check", str(root_owned)]),
+            (serve_main, ["--config", str(root_owned), "--port", "0"]),
+        ):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                verdicts.append((command(argv), err.getvalue()))
+        return verdicts
+
+    warm = root_owned.parents[1] / "warm.yaml"  # check imports as it goes: import as root first
+    warm.write_text(CONFIG)
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["check", str(warm)])
+    result = as_other_user(both)
+    assert isinstance(result, list)
+    (checked, check_err), (served, serve_err) = result
+    assert (checked, served) == (1, 2), "check: the config has errors; serve: it cannot start"
+    said = [line.removeprefix("error: ") for line in check_err.splitlines()]
+    assert len(said) == 2 and said[0].startswith("telemetry cannot be written")
+    assert all(line in serve_err for line in said)
+
+
+def test_check_passes_a_writable_folder(tmp_path: Path) -> None:
+    (tmp_path / "laneway.yaml").write_text(CONFIG)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["check", str(tmp_path / "laneway.yaml")]) == 0

@@ -135,11 +135,15 @@ def _parser() -> argparse.ArgumentParser:
 def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
     """Validate ``path`` and print the lane table; non-zero on errors.
 
+    The errors are ``serve``'s refusals: a config it would not load, a
+    driver missing, a telemetry, spool or cache path this user cannot write.
+
     ``env_example`` also writes ``.env.example`` beside the config.
     """
     from laneway.cli.check import env_example as example_env
     from laneway.cli.check import price_report, render
     from laneway.cli.loaded import check_config, read_config
+    from laneway.cli.writable import unwritable
 
     try:
         loaded = read_config(Path(path))
@@ -154,6 +158,7 @@ def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
         print(f"wrote {target}")
     table, warnings = render(config, environ)
     prices, errors, budget_warnings = price_report(config, time.time())
+    errors = [*unwritable(config, Path(path).absolute().parent), *errors]
     warnings = [*warnings, *budget_warnings]
     print(table)
     print("\n".join(prices))
