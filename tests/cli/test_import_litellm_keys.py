@@ -28,7 +28,7 @@ from laneway.cli.main import main
 from laneway.config import parse_config
 from laneway.config.load import load_config
 from laneway.sim import RunningSim
-from laneway.state.key_store_db import open_key_store
+from laneway.state.keys.databases import open_key_store
 from tests.cli.litellm_database import create, hash_token, insert
 from tests.helpers import sim_url, unique_spec
 from tests.server.conftest import http

@@ -13,7 +13,7 @@ from laneway.config.models import LaneConfig
 from laneway.engine.admission import Admitted, CallSources, SourceAdmission
 from laneway.policy.quota import HELD_PAST_WINDOW
 from laneway.policy.waits import Wait
-from laneway.state.memory import MemoryStore
+from laneway.state.admission.memory import MemoryStore
 
 
 async def test_a_slot_frees_only_after_the_window_and_the_margin() -> None:

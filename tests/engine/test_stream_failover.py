@@ -18,7 +18,7 @@ from laneway.core.outcomes import SourceRecord
 from laneway.core.records import CallRecord
 from laneway.errors import StreamInterrupted, UpstreamFailed
 from laneway.sim._answers import answer_pieces
-from laneway.state.base import Ask
+from laneway.state.admission.base import Ask
 from tests.helpers import sim_url, unique_spec
 from tests.virtual import VirtualSim, in_virtual_time
 

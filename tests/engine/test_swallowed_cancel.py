@@ -18,7 +18,7 @@ import pytest
 from laneway.config.models import LanewayConfig
 from laneway.core.outcomes import SourceRecord
 from laneway.errors import DeadlineExceeded
-from laneway.state.base import Admission, Ask, Peek, SourceStore
+from laneway.state.admission.base import Admission, Ask, Peek, SourceStore
 from tests.helpers import sim_url, unique_spec
 from tests.virtual import VirtualSim, in_virtual_time
 

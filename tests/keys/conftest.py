@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from laneway.state.key_store import KeyStore
-from laneway.state.key_store_db import open_key_store
+from laneway.state.keys.databases import open_key_store
+from laneway.state.keys.store import KeyStore
 from tests.server.conftest import http
 from tests.telemetry.conftest import pg_dsn, pg_schemas
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from laneway.cli.main import main
-from laneway.state.key_store_db import open_key_store
+from laneway.state.keys.databases import open_key_store
 from tests.keys.test_admin_api import served as served_gateway
 from tests.server.support import RunningGateway
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from laneway.cli.compose import build_gateway
 from laneway.config.models import KeyConfig
 from laneway.sim import RunningSim
-from laneway.state.key_records import AuditEntry, Digest, KeyRecord, hash_secret
-from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
+from laneway.state.keys.databases import DEFAULT_PATH, open_key_store
+from laneway.state.keys.records import AuditEntry, Digest, KeyRecord, hash_secret
 from tests.helpers import unique_spec
 from tests.keys.test_stored_lookup import chat, settled
 from tests.server.support import config, serve_app, source

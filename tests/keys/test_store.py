@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from laneway.state.key_records import (
+from laneway.state.keys.databases import open_key_store
+from laneway.state.keys.records import (
     AuditEntry,
     Digest,
     KeyRecord,
@@ -15,8 +16,7 @@ from laneway.state.key_records import (
     new_secret,
     visible_prefix,
 )
-from laneway.state.key_store import KeyStore
-from laneway.state.key_store_db import open_key_store
+from laneway.state.keys.store import KeyStore
 
 
 def entry(action: str, target: str, after: dict[str, object] | None = None) -> AuditEntry:

@@ -15,7 +15,8 @@ from laneway.http import AiohttpTransport
 from laneway.server import Gateway
 from laneway.server.stored_keys import StoredKeys
 from laneway.sim import RunningSim
-from laneway.state.key_records import (
+from laneway.state.keys.databases import open_key_store
+from laneway.state.keys.records import (
     AuditEntry,
     Digest,
     KeyRecord,
@@ -23,8 +24,7 @@ from laneway.state.key_records import (
     TeamRecord,
     hash_secret,
 )
-from laneway.state.key_store import KeyStore
-from laneway.state.key_store_db import open_key_store
+from laneway.state.keys.store import KeyStore
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, RunningGateway, config, post, serve_app, source
 

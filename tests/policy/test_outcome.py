@@ -15,8 +15,8 @@ from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.outcomes import EMPTY_RECORD, Mark, SourceRecord
 from laneway.policy.outcome import Verdict, judge, summarize, summary_of
-from laneway.state.base import Ask
-from laneway.state.memory import MemoryStore
+from laneway.state.admission.base import Ask
+from laneway.state.admission.memory import MemoryStore
 
 
 @pytest.mark.parametrize(

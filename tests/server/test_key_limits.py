@@ -18,11 +18,11 @@ from laneway.app import build_engine
 from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
 from laneway.http import AiohttpTransport
+from laneway.policy.budget import periods
 from laneway.server import Gateway
 from laneway.server.limits import key_limits
 from laneway.sim import RunningSim
-from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import periods
+from laneway.state.keys.redis_ledger import RedisKeyLedger
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, RunningGateway, hits, post, serve_app, source
 from tests.state.conftest import REDIS_URL

@@ -21,12 +21,12 @@ from laneway.config.models import LanewayConfig
 from laneway.core.clock import FakeClock
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
+from laneway.policy.budget import periods
 from laneway.server import Gateway
 from laneway.server.limits import key_limits
 from laneway.sim import RunningSim
-from laneway.state.key_fallback import FallbackKeyLedger
-from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import periods
+from laneway.state.keys.fallback import FallbackKeyLedger
+from laneway.state.keys.redis_ledger import RedisKeyLedger
 from tests.helpers import unique_spec
 from tests.proxy import TcpProxy
 from tests.server.support import RunningGateway, hits, post, serve_app, source

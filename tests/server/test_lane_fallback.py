@@ -11,9 +11,10 @@ import orjson
 import pytest
 
 from laneway.clocks import SystemClock
+from laneway.policy.budget import periods
 from laneway.sim import RunningSim
 from laneway.sim._answers import answer_pieces
-from laneway.state.keys import MemoryKeyLedger, periods
+from laneway.state.keys.memory import MemoryKeyLedger
 from tests.helpers import unique_spec
 from tests.server.logged_serve import AUTH, UNSET, LoggedServe
 from tests.server.support import (

@@ -11,7 +11,7 @@ from laneway.config.models import BudgetConfig, KeyConfig
 from laneway.core.clock import FakeClock
 from laneway.server.errors import Refused
 from laneway.server.limits import KeyLimits, SpentBefore
-from laneway.state.keys import MemoryKeyLedger
+from laneway.state.keys.memory import MemoryKeyLedger
 
 IMPORTED = datetime(2026, 12, 3, 10, tzinfo=UTC).timestamp()
 KEY = KeyConfig(

@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from laneway.state.batching import ScriptBatch
-from laneway.state.redis_store import fast_failing_client
+from laneway.state.redis_client import fast_failing_client
 
 COUNT = "return redis.call('INCR', KEYS[1]) -- {}"
 """Counts its calls; the comment makes the script new to Redis (``NOSCRIPT`` first)."""

@@ -13,7 +13,7 @@ import pytest
 
 from laneway.core.clock import FakeClock
 from laneway.state import FallbackStore, MemoryStore, RedisStore
-from laneway.state.base import Ask
+from laneway.state.admission.base import Ask
 from tests.proxy import TcpProxy
 from tests.state.conftest import REDIS_URL
 

@@ -14,7 +14,7 @@ import logging
 from laneway.core.clock import FakeClock
 from laneway.metrics import Metrics
 from laneway.state import FallbackStore, MemoryStore, RedisStore
-from laneway.state.base import Ask
+from laneway.state.admission.base import Ask
 from tests.proxy import TcpProxy
 from tests.state.conftest import delete_keys
 from tests.state.test_fallback import proxy, warnings_about

@@ -7,17 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from laneway.core.clock import FakeClock
-from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import (
-    SLOT_LEASE,
-    KeyAsk,
-    KeyGrant,
-    KeyLedger,
-    KeyRefusal,
-    MemoryKeyLedger,
-    Timestamps,
-    period_resets,
-)
+from laneway.policy.budget import period_resets
+from laneway.state.keys.ledger import SLOT_LEASE, KeyAsk, KeyGrant, KeyLedger, KeyRefusal
+from laneway.state.keys.memory import MemoryKeyLedger, Timestamps
+from laneway.state.keys.redis_ledger import RedisKeyLedger
 
 MAY_31_2026_23H = datetime(2026, 5, 31, 23, 0, tzinfo=UTC).timestamp()
 

@@ -20,9 +20,10 @@ from redis.asyncio import Redis
 
 from laneway.core.clock import FakeClock
 from laneway.metrics import Metrics
-from laneway.state.key_fallback import FallbackKeyLedger
-from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import KeyAsk, KeyGrant, KeyRefusal, LocalCall, periods
+from laneway.policy.budget import periods
+from laneway.state.keys.fallback import FallbackKeyLedger
+from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyRefusal, LocalCall
+from laneway.state.keys.redis_ledger import RedisKeyLedger
 from tests.proxy import TcpProxy
 from tests.state.test_fallback import proxy, warnings_about
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from laneway.core.clock import FakeClock
 from laneway.state import RedisStore
-from laneway.state.base import LOG_SIZE, Ask
-from laneway.state.redis_store import RECORDS_FRESH_FOR
+from laneway.state.admission.base import LOG_SIZE, Ask
+from laneway.state.admission.redis_store import RECORDS_FRESH_FOR
 from tests.state.conftest import delete_keys
 
 LANE = "lane"

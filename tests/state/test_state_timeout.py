@@ -8,9 +8,9 @@ from pydantic import ValidationError
 from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig, StateConfig
 from laneway.state import open_store
-from laneway.state.fallback import FallbackStore
-from laneway.state.key_fallback import FallbackKeyLedger
+from laneway.state.admission.fallback import FallbackStore
 from laneway.state.keys import open_key_ledger
+from laneway.state.keys.fallback import FallbackKeyLedger
 from tests.state.conftest import REDIS_URL
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from laneway.core.clock import FakeClock
 from laneway.state import MemoryStore, RedisStore, SourceStore
-from laneway.state.base import LOG_SIZE, Ask, QuotaUse
+from laneway.state.admission.base import LOG_SIZE, Ask, QuotaUse
 
 LANE = "lane"
 SOURCES = ["a", "b"]

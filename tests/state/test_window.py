@@ -4,8 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from laneway.core.clock import FakeClock
-from laneway.state.base import Entry
-from laneway.state.window import SlidingWindow
+from laneway.state.window import Entry, SlidingWindow
 
 
 def take(window: SlidingWindow, ticket: str, tokens: int, now: float) -> float:

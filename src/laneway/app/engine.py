@@ -28,7 +28,7 @@ from laneway.engine.gateway import Engine
 from laneway.engine.redaction import RedactingTransport
 from laneway.http.aiohttp import AiohttpTransport
 from laneway.state import SourceStore, open_store
-from laneway.state.memory import MemoryStore
+from laneway.state.admission.memory import MemoryStore
 
 
 def open_transport() -> Transport:

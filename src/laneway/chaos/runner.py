@@ -22,7 +22,7 @@ from laneway.chaos.drive import ReplicaRun, drive
 from laneway.chaos.metrics import ScenarioTally, SeenCall, tally_scenario
 from laneway.chaos.scenarios import Scenario
 from laneway.chaos.targets import Target, judge_scenario
-from laneway.state.redis_store import fast_failing_client
+from laneway.state.redis_client import fast_failing_client
 
 DEFAULT_STATE_URL = "redis://127.0.0.1:6379/0"
 REPLICA_GRACE = 60.0

@@ -16,7 +16,7 @@ from laneway.engine.lane import Lane, hedging, retry_policy, worst_case
 from laneway.policy.retry import RetryPolicy
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing
-from laneway.server.limits import chain_unpriced, unpriced_pairs
+from laneway.server.limit_refusals import chain_unpriced, unpriced_pairs
 
 """The ``retry_on`` classes after which a source is set aside for the call."""
 

@@ -42,7 +42,7 @@ from laneway.server.limits import key_limits, stores_keys
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
 from laneway.state import MemoryStore, SourceStore
-from laneway.state.keys import KeyLedger
+from laneway.state.keys.ledger import KeyLedger
 from laneway.telemetry import TelemetryWriter
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class Composer:
         if not stores_keys(config):
             return None
         from laneway.server.stored_keys import StoredKeys
-        from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
+        from laneway.state.keys.databases import DEFAULT_PATH, open_key_store
 
         server = config.server
         store = open_key_store(server.key_store or DEFAULT_PATH, self.base_dir)

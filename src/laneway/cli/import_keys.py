@@ -31,13 +31,13 @@ from laneway.migrate.litellm.keys import (
     LiteLLMRows,
 )
 from laneway.server.admin_render import key_json, team_json
-from laneway.state.key_records import AuditEntry, Digest, KeyRecord, Limits, TeamRecord
+from laneway.state.keys.records import AuditEntry, Digest, KeyRecord, Limits, TeamRecord
 from laneway.telemetry.factory import split_schema
 
 if TYPE_CHECKING:
     import asyncpg
 
-    from laneway.state.key_store import KeyStore
+    from laneway.state.keys.store import KeyStore
 
 REQUIRED = ("LiteLLM_VerificationToken", "LiteLLM_TeamTable")
 OPTIONAL = ("LiteLLM_UserTable", "LiteLLM_OrganizationTable")
@@ -138,7 +138,7 @@ async def write_store(
 
     import asyncpg
 
-    from laneway.state.key_store_db import open_key_store
+    from laneway.state.keys.databases import open_key_store
 
     try:
         store = open_key_store(url, base)

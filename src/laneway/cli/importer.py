@@ -123,7 +123,7 @@ def _keys(
 ) -> KeysTranslation:
     """LiteLLM's keys and teams, read and translated; ``server.key_store`` set to their store."""
     from laneway.cli.import_keys import read_rows, store_setting
-    from laneway.state.key_records import PERIODS
+    from laneway.state.keys.records import PERIODS
 
     rows = asyncio.run(read_rows(args.database))
     lite = data.get("litellm_settings")
@@ -137,7 +137,7 @@ def _keys(
 
 
 def _store_url(args: argparse.Namespace) -> str:
-    from laneway.state.key_store_db import DEFAULT_PATH
+    from laneway.state.keys.databases import DEFAULT_PATH
 
     return str(args.key_store or DEFAULT_PATH)
 

@@ -157,7 +157,7 @@ async def _answered(
 ) -> Answer:
     from laneway.server.admin import AdminApi, AdminRequest
     from laneway.server.stored_keys import StoredKeys
-    from laneway.state.key_store_db import DEFAULT_PATH, open_key_store
+    from laneway.state.keys.databases import DEFAULT_PATH, open_key_store
     from laneway.telemetry.factory import store_for_url
 
     store = open_key_store(config.server.key_store or DEFAULT_PATH, base_dir)

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 REDACTED = "[redacted]"
 STORED_KEY_PATTERN = r"sk-lw-[A-Za-z0-9_-]{43}"
-"""What a stored key's secret looks like (``laneway.state.key_records.new_secret``): laneway
+"""What a stored key's secret looks like (``laneway.state.keys.records.new_secret``): laneway
 keeps only its digest, so it is redacted by its shape wherever a caller pastes one."""
 MIN_SECRET_LENGTH = 4
 

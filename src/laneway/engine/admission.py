@@ -43,7 +43,7 @@ from laneway.policy.outcome import Verdict, judge, summarize
 from laneway.policy.pacer import Pacer
 from laneway.policy.selection import Candidate, Plan, Try
 from laneway.policy.waits import PUSHBACK, Wait, capped, soonest
-from laneway.state.base import Admission, Ask, SourceStore
+from laneway.state.admission.base import Admission, Ask, SourceStore
 
 logger = logging.getLogger("laneway.admission")
 

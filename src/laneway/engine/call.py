@@ -46,7 +46,7 @@ from laneway.engine.verdicts import (
 from laneway.policy.deadline import Deadline
 from laneway.policy.retry import Decision, GiveUp, Move, Pushback, Retry
 from laneway.policy.waits import BACKOFF, PUSHBACK, Wait, capped, fits, room
-from laneway.state.base import SourceStore
+from laneway.state.admission.base import SourceStore
 
 T = TypeVar("T")
 AttemptFn = Callable[[Source], Awaitable[T]]

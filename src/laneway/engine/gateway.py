@@ -48,7 +48,7 @@ from laneway.engine.response_cache import ResponseCache
 from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
-from laneway.state.base import SourceStore
+from laneway.state.admission.base import SourceStore
 
 
 class Engine:

@@ -17,7 +17,7 @@ from laneway.core.outcomes import EMPTY_RECORD, LogSummary, SourceRecord
 from laneway.engine.lane import Lane, Source
 from laneway.policy.health import Tier
 from laneway.policy.outcome import summarize
-from laneway.state.base import QuotaUse, SourceStore
+from laneway.state.admission.base import QuotaUse, SourceStore
 
 TIER_NAMES = {
     Tier.CREDIBLE: "credible",

@@ -59,7 +59,7 @@ class StateReport(Protocol):
 
 @runtime_checkable
 class KeyLedgerReport(StateReport, Protocol):
-    """Key limits' shared state (``state.key_fallback.FallbackKeyLedger`` has this shape)."""
+    """Key limits' shared state (``state.keys.fallback.FallbackKeyLedger`` has this shape)."""
 
     @property
     def replayed(self) -> int: ...

@@ -45,7 +45,7 @@ from laneway.server.admin_render import (
 )
 from laneway.server.asgi import Reply
 from laneway.server.stored_keys import StoredKeys
-from laneway.state.key_records import (
+from laneway.state.keys.records import (
     AuditEntry,
     Digest,
     KeyRecord,

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from laneway.core.redact import STORED_KEY_PATTERN
 from laneway.core.units import parse_duration
-from laneway.state.key_records import Limits, TeamRecord
+from laneway.state.keys.records import Limits, TeamRecord
 
 Positive = Annotated[int, Field(gt=0)]
 _T = TypeVar("_T", bound=BaseModel)

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from laneway.state.key_records import AuditEntry, KeyRecord, Limits, Snapshot, TeamRecord
+from laneway.state.keys.records import AuditEntry, KeyRecord, Limits, Snapshot, TeamRecord
 from laneway.telemetry.port import SpendRow
 from laneway.telemetry.rows import caller_hash
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,37 +33,18 @@ from laneway.accounting.cost import cost_of
 from laneway.config.models import KeyConfig, LanewayConfig
 from laneway.core.errors import LanewayError
 from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
+from laneway.policy.budget import periods
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
-from laneway.state.keys import (
-    KeyAsk,
-    KeyGrant,
-    KeyLedger,
-    KeyRefusal,
-    MemoryKeyLedger,
-    open_key_ledger,
-    periods,
-)
+from laneway.server.limit_refusals import budgeted, chain_unpriced, refused, unpriced_message
+from laneway.state.keys import open_key_ledger
+from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyLedger, KeyRefusal
+from laneway.state.keys.memory import MemoryKeyLedger
 
 if TYPE_CHECKING:
     from laneway.accounting.pricer import Pricer
     from laneway.core.clock import TimeSource
-
-_HEADER_NAMES = {
-    "rpm": "requests",
-    "tpm": "tokens",
-    "max_concurrency": "concurrency",
-    "daily_budget": "budget-daily",
-    "monthly_budget": "budget-monthly",
-}
-_WHAT = {
-    "rpm": "requests per minute",
-    "tpm": "tokens per minute",
-    "max_concurrency": "calls at once",
-    "daily_budget": "USD per UTC day",
-    "monthly_budget": "USD per UTC month",
-}
 
 
 NO_WINDOW = KeyGrant()
@@ -244,18 +224,18 @@ class KeyLimits:
         with caps lowered by it, and a refusal names the key's own cap and the whole spend."""
         key = config.name
         kind, _ = self.lanes[lane]
-        if _budgeted(config) and not config.allow_unpriced:
+        if budgeted(config) and not config.allow_unpriced:
             unpriced = self.unpriced_sources(lane)
             if unpriced:
                 self._count(key, "unpriced_lane")
-                raise Refused(403, "unpriced_lane", _unpriced_message(key, lane, unpriced))
+                raise Refused(403, "unpriced_lane", unpriced_message(key, lane, unpriced))
         tokens = 0 if request is None else request_tokens(request)
         budget = config.budget
         ask = KeyAsk(
             key=key,
             ticket=f"{self._ticket_prefix}-{next(self._tickets)}",
             tokens=tokens,
-            usd=self._estimate(lane, kind, request) if _budgeted(config) else 0.0,
+            usd=self._estimate(lane, kind, request) if budgeted(config) else 0.0,
             rpm=config.rpm,
             tpm=config.tpm,
             max_concurrency=config.max_concurrency,
@@ -270,7 +250,7 @@ class KeyLimits:
         if isinstance(reserved, KeyRefusal):
             reserved = _raised(reserved, carried)
             self._count(key, reserved.limit)
-            raise _refused(key, reserved)
+            raise refused(key, reserved)
         return Hold(ask, lane, kind, reserved)
 
     async def settle(
@@ -362,35 +342,9 @@ def _raised(refusal: KeyRefusal, carried: tuple[float, float]) -> KeyRefusal:
     return replace(refusal, cap=refusal.cap + added, spent=spent)
 
 
-def chain_unpriced(unpriced: Mapping[str, Sequence[str]], chain: Sequence[str]) -> list[str]:
-    """The unpriced sources of a lane's ``chain`` (``unpriced`` by lane), the first lane's as
-    named, its fallback lanes' as ``lane/source``."""
-    first = chain[0]
-    return [s if name == first else f"{name}/{s}" for name in chain for s in unpriced[name]]
-
-
-def unpriced_pairs(
-    keys: Iterable[KeyConfig], unpriced: Mapping[str, Sequence[str]]
-) -> list[tuple[str, str, list[str]]]:
-    """(key, lane, unpriced sources) for each budgeted key refused on a lane it may use."""
-    pairs = []
-    for key in keys:
-        if not _budgeted(key) or key.allow_unpriced:
-            continue
-        for lane, sources in unpriced.items():
-            if sources and ("*" in key.lanes or lane in key.lanes):
-                pairs.append((key.name, lane, list(sources)))
-    return pairs
-
-
 def stores_keys(config: LanewayConfig) -> bool:
     """True when the config has a key store (``server.key_store`` or ``admin_keys``)."""
     return config.server.key_store is not None or bool(config.server.admin_keys)
-
-
-def _budgeted(key: KeyConfig) -> bool:
-    budget = key.budget
-    return budget is not None and (budget.daily is not None or budget.monthly is not None)
 
 
 def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
@@ -401,36 +355,6 @@ def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
     completion = limit if isinstance(limit, int) else 0
     prompt = max(request_tokens(request) - completion, 0)
     return Usage(prompt_tokens=prompt, completion_tokens=completion, source="estimated")
-
-
-def _unpriced_message(key: str, lane: str, sources: Sequence[str]) -> str:
-    return (
-        f"key {key!r} has a budget, and lane {lane!r} has sources laneway cannot price "
-        f"({', '.join(sources)}); give them a price: block, or set allow_unpriced: true on the key"
-    )
-
-
-def _refused(key: str, refusal: KeyRefusal) -> Refused:
-    """The 429 for ``refusal``: OpenAI's shape, the limit named, and when to come back."""
-    seconds = max(refusal.seconds, 0.0)
-    what = _WHAT[refusal.limit]
-    cap = _figure(refusal.cap)
-    message = f"key {key!r} reached its {refusal.limit} limit ({cap} {what})"
-    if refusal.spent is not None:
-        message += f"; ${refusal.spent:.6f} spent or reserved in this period"
-    message += f"; retry in {seconds:.1f} s"
-    name = _HEADER_NAMES[refusal.limit]
-    headers = [
-        (b"retry-after", str(max(math.ceil(seconds), 1)).encode()),
-        (f"x-ratelimit-limit-{name}".encode(), cap.encode()),
-        (f"x-ratelimit-remaining-{name}".encode(), b"0"),
-        (f"x-ratelimit-reset-{name}".encode(), f"{seconds:.3f}s".encode()),
-    ]
-    return Refused(429, f"key_{refusal.limit}_exceeded", message, headers)
-
-
-def _figure(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def key_limits(
@@ -451,7 +375,7 @@ def key_limits(
     stored = stores_keys(config)
     if not limited and not stored:
         return None
-    if pricer is None and (stored or any(_budgeted(key) for key in limited)):
+    if pricer is None and (stored or any(budgeted(key) for key in limited)):
         from laneway.accounting.pricer import Pricer
 
         pricer = Pricer.for_lanes(config.lanes)

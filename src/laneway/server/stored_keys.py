@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from laneway.config.models import BudgetConfig, KeyConfig
 from laneway.server.keys import Caller, make_caller
 from laneway.server.limits import SpentBefore
-from laneway.state.key_records import KeyRecord, Snapshot
-from laneway.state.key_store import KeyStore
+from laneway.state.keys.records import KeyRecord, Snapshot
+from laneway.state.keys.store import KeyStore
 
 log = logging.getLogger("laneway.keys")
 

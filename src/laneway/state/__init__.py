@@ -1,28 +1,31 @@
-"""State layer: what source admission shares between laneway replicas.
+"""State layer: what laneway replicas share, in two sub-packages that never import each other.
 
-An adapter beside ``config``, ``providers`` and ``http``: it depends on
-``laneway.core`` only (never on ``laneway.policy``) and holds no policy. It
-keeps, per scope and source, a sliding quota window of reservations, a short
-log of attempt outcomes, the time of the last success and the half-open
-probe lease; the policies read those to decide. A scope is a lane, or the
-one scope of every lane naming deployments (a deployment is one source in
-it, whichever lane asks); an ask's quota window may be another name's (a
-quota group several sources share).
+- ``laneway.state.admission``: source admission's quota windows, outcome
+  logs and probe leases (``SourceStore``: in the process, or in Redis with a
+  local fallback).
+- ``laneway.state.keys``: callers' keys as data (the key store: keys, teams,
+  digests, audit) and every key's limits and spend (the key ledger).
 
-``open_store(None, clock)`` keeps everything in the process;
-``open_store("redis://...", clock)`` shares it through Redis and falls back to
-process-local state while Redis is unreachable.
+What both use sits beside them: the sliding window (``window``,
+``window_lua``), Redis clients and heartbeats (``redis_client``), script
+batching (``batching``) and the outage behaviour (``outage``). An adapter
+beside ``config``, ``providers`` and ``http``: admission depends on
+``laneway.core`` only; the key ledger reads the budget rules of
+``laneway.policy.budget`` (what a budget allows, and its periods) and holds
+no other policy.
+
+This package keeps admission's names (``open_store``, ``MemoryStore``, ...)
+for the code that imports them from here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from laneway.core.clock import TimeSource
-from laneway.core.extras import require
 from laneway.core.lazy import lazy_attributes
 from laneway.core.outcomes import Mark, SourceRecord
-from laneway.state.base import (
+from laneway.state.admission import open_store
+from laneway.state.admission.base import (
     Admission,
     Ask,
     Peek,
@@ -31,13 +34,16 @@ from laneway.state.base import (
     SourceDump,
     SourceStore,
 )
-from laneway.state.memory import MemoryStore
+from laneway.state.admission.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from laneway.state.fallback import FallbackStore
-    from laneway.state.redis_store import RedisStore
+    from laneway.state.admission.fallback import FallbackStore
+    from laneway.state.admission.redis_store import RedisStore
 
-_LAZY = {"RedisStore": "laneway.state.redis_store", "FallbackStore": "laneway.state.fallback"}
+_LAZY = {
+    "RedisStore": "laneway.state.admission.redis_store",
+    "FallbackStore": "laneway.state.admission.fallback",
+}
 
 __all__ = [
     "Admission",
@@ -54,29 +60,6 @@ __all__ = [
     "SourceStore",
     "open_store",
 ]
-
-
-def open_store(
-    url: str | None,
-    clock: TimeSource,
-    fallback_share: float | None = None,
-    timeout: float = 0.5,
-) -> SourceStore:
-    """The store for ``state.url``: in-process without one, Redis (with fallback) with one.
-
-    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackStore``); ``timeout``
-    is ``state.timeout``, the bound of each Redis call.
-    """
-    if url is None:
-        return MemoryStore(clock)
-    require("redis", "state.url (Redis)")
-    from laneway.state.fallback import FallbackStore
-    from laneway.state.redis_store import RedisStore
-
-    shared = RedisStore.from_url(url, clock, timeout=timeout)
-    local = MemoryStore(clock)
-    return FallbackStore(shared, local, clock, timeout=timeout, fallback_share=fallback_share)
-
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
 """Import heavy adapters on first use: ``laneway serve`` should not pay for unused drivers."""

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from laneway.state.base import Entry
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One quota reservation: its ticket, when it was made, and its tokens."""
+
+    ticket: str
+    at: float
+    tokens: int
 
 
 @dataclass(slots=True)

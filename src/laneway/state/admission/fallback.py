@@ -35,10 +35,10 @@ from collections.abc import Sequence
 
 from laneway.core.clock import TimeSource
 from laneway.core.outcomes import SourceRecord
-from laneway.state.base import Admission, Ask, Peek
-from laneway.state.memory import MemoryStore
+from laneway.state.admission.base import Admission, Ask, Peek
+from laneway.state.admission.memory import MemoryStore
+from laneway.state.admission.redis_store import RedisStore
 from laneway.state.outage import SharedOrLocal
-from laneway.state.redis_store import RedisStore
 
 logger = logging.getLogger("laneway.state")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from laneway.core.outcomes import Mark, SourceRecord
-from laneway.state.base import LOG_SIZE
+from laneway.state.admission.base import LOG_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class KnownRecords:
     def update(
         self, lane: str, source: str, raw: list[Any], offset: float, asked_at: float
     ) -> SourceRecord:
-        """Fold a script's answer (``record_since`` in ``laneway.state.lua``) into the record.
+        """Fold a script's answer (``record_since`` in ``admission.lua``) into the record.
 
         ``offset`` is wall minus monotonic time (marks come back in wall time);
         ``asked_at`` the monotonic time the script was called (the record is

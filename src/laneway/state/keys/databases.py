@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from laneway.state.key_store import KeyStore, Statement
+from laneway.state.keys.store import KeyStore, Statement
 
 if TYPE_CHECKING:
     import asyncpg

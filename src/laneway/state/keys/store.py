@@ -13,7 +13,7 @@ from typing import Protocol
 
 import orjson
 
-from laneway.state.key_records import (
+from laneway.state.keys.records import (
     AuditEntry,
     Digest,
     KeyRecord,

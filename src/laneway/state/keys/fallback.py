@@ -33,16 +33,10 @@ import logging
 import math
 
 from laneway.core.clock import TimeSource
-from laneway.state.key_redis import RedisKeyLedger
-from laneway.state.keys import (
-    KeyAsk,
-    KeyGrant,
-    KeyRefusal,
-    LocalCall,
-    MemoryKeyLedger,
-    Spend,
-    periods,
-)
+from laneway.policy.budget import periods
+from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyRefusal, LocalCall, Spend
+from laneway.state.keys.memory import MemoryKeyLedger
+from laneway.state.keys.redis_ledger import RedisKeyLedger
 from laneway.state.outage import SharedOrLocal, nothing
 
 logger = logging.getLogger("laneway.state")

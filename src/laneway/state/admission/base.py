@@ -13,6 +13,7 @@ from typing import Protocol
 
 from laneway.core.outcomes import SourceRecord
 from laneway.core.values import value
+from laneway.state.window import Entry
 
 LOG_SIZE = 32
 """Outcomes kept per source: enough for the health score and for ``breaker.failures``
@@ -81,15 +82,6 @@ class Peek:
 
     records: Mapping[str, SourceRecord]
     quotas: Mapping[str, QuotaUse]
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One quota reservation: its ticket, when it was made, and its tokens."""
-
-    ticket: str
-    at: float
-    tokens: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,14 +3,14 @@
 Concurrent calls share pipelines (``ScriptBatch``), each awaiting its own answer.
 
 Per key (hash-tagged by its name, so a key's figures share a cluster slot):
-``q`` and ``t`` the request/token window (``laneway.state.lua``'s layout),
+``q`` and ``t`` the request/token window (``laneway.state.window_lua``'s layout),
 ``run`` a sorted set of running tickets scored by their lease's end,
 ``held`` a hash of ticket -> ``"<usd> <day key> <month key>"``, and one
 float of USD per budget period, ``spend:<day>`` and ``spend:<month>``,
 expiring on their own after the period; ``replayed`` maps the tickets of
 calls replayed after an outage to the USD applied for each. The scripts
 follow ``MemoryKeyLedger`` step for step. Errors are not handled here:
-``laneway.state.key_fallback`` decides what an unreachable Redis means.
+``laneway.state.keys.fallback`` decides what an unreachable Redis means.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 from redis.asyncio import Redis
 
 from laneway.core.clock import TimeSource
-from laneway.state import lua
+from laneway.policy.budget import period_resets, periods
 from laneway.state.batching import ScriptBatch
-from laneway.state.keys import (
+from laneway.state.keys.ledger import (
     CONCURRENCY_WAIT,
     SLOT_LEASE,
     KeyAsk,
@@ -31,16 +31,15 @@ from laneway.state.keys import (
     KeyRefusal,
     LocalCall,
     Spend,
-    period_resets,
-    periods,
 )
-from laneway.state.redis_store import fast_failing_client, heartbeat
+from laneway.state.redis_client import fast_failing_client, heartbeat
+from laneway.state.window_lua import WINDOW_FUNCTIONS
 
 DAY_TTL_MS = 2 * 86_400_000
 MONTH_TTL_MS = 32 * 86_400_000
 
 RESERVE = (
-    lua.WINDOW_FUNCTIONS
+    WINDOW_FUNCTIONS
     + """
 -- KEYS: q, t, run, held, day spend, month spend.
 -- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd,
@@ -111,7 +110,7 @@ return {}
 """
 
 REPLAY = (
-    lua.WINDOW_FUNCTIONS
+    WINDOW_FUNCTIONS
     + """
 -- One call a replica counted on its own while Redis was away, applied once.
 -- KEYS: q, t, run, held, replayed, day spend, month spend.

@@ -12,19 +12,18 @@ from dataclasses import dataclass, field
 
 from laneway.core.clock import TimeSource
 from laneway.core.outcomes import EMPTY_RECORD, Mark, SourceRecord
-from laneway.state.base import (
+from laneway.state.admission.base import (
     LOG_SIZE,
     PROBE,
     QUOTA,
     Admission,
     Ask,
-    Entry,
     Peek,
     QuotaUse,
     Refusal,
     SourceDump,
 )
-from laneway.state.window import SlidingWindow
+from laneway.state.window import Entry, SlidingWindow
 
 
 @dataclass(slots=True)

@@ -1,15 +1,8 @@
-"""Per-key limits kept for the server: request and token windows, calls running, spend.
+"""``MemoryKeyLedger``: every key's windows, slots and spend in this process.
 
-A key's call reserves, before it is made, one request, an estimate of its
-tokens, a concurrency slot and an estimate of its cost; it is refused
-instead when any of the key's limits would be passed. Settling the call
-puts its real tokens and cost in place of the estimates (``None`` keeps the
-estimate: an unknown cost is never counted as zero) and frees its slot.
-
-Spend is counted per UTC day and per UTC month, the periods budgets name.
-Times are wall-clock seconds: replicas share that timeline, and budget
-periods are calendar periods. ``MemoryKeyLedger`` keeps one process's
-figures; ``laneway.state.key_redis`` shares them through Redis.
+The ledger without ``state.url``, and the fallback while Redis is away
+(``laneway.state.keys.fallback``). Every method runs without awaiting
+anything, so each is atomic under asyncio.
 """
 
 from __future__ import annotations
@@ -17,142 +10,38 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import lru_cache
-from typing import Protocol
 
 from laneway.core.clock import TimeSource
-from laneway.state.base import Entry
-from laneway.state.window import SlidingWindow
-
-SLOT_LEASE = 900.0
-"""Seconds a concurrency slot is held when its call is never settled (a replica died)."""
-
-PRUNE_RUNNING_AT = 1024
-"""Slots held by a key without ``max_concurrency`` before expired leases are dropped."""
-
-CONCURRENCY_WAIT = 1.0
-"""The ``Retry-After`` of a refusal for ``max_concurrency``: slots free when calls end."""
-
-
-@dataclass(frozen=True, slots=True)
-class KeyAsk:
-    """One call's reservation against a key's limits (``None``: no such limit)."""
-
-    key: str
-    ticket: str
-    tokens: int = 0
-    usd: float = 0.0
-    rpm: int | None = None
-    tpm: int | None = None
-    window: float = 60.0
-    max_concurrency: int | None = None
-    daily: float | None = None
-    monthly: float | None = None
+from laneway.policy.budget import BudgetCap, over_budget, periods
+from laneway.state.keys.ledger import (
+    CONCURRENCY_WAIT,
+    PRUNE_RUNNING_AT,
+    SLOT_LEASE,
+    KeyAsk,
+    KeyGrant,
+    KeyRefusal,
+)
+from laneway.state.window import Entry, SlidingWindow
 
 
-@dataclass(frozen=True, slots=True)
-class KeyRefusal:
-    """The limit that refused a call, its value, and the seconds until it may fit."""
-
-    limit: str
-    """``max_concurrency``, ``rpm``, ``tpm``, ``daily_budget`` or ``monthly_budget``."""
-    cap: float
-    seconds: float
-    spent: float | None = None
-    """USD counted in the budget's period (reservations included), for budget refusals."""
-
-
-@dataclass(frozen=True, slots=True)
-class KeyGrant:
-    """A reserved call, and the key's request window as the reservation left it.
-
-    ``requests`` and ``tokens`` are what the window holds, this call
-    included; ``frees_in`` the seconds until its oldest reservation leaves it.
-    All zero when the key has neither ``rpm`` nor ``tpm``. The server turns
-    them into ``X-RateLimit-*`` headers at no extra cost.
-    """
-
-    requests: int = 0
-    tokens: int = 0
-    frees_in: float = 0.0
-
-
-Spend = dict[str, float]
-"""USD counted for a key per period, by period name (a UTC day or month)."""
-
-
-@dataclass(slots=True)
-class LocalCall:
-    """A call one replica granted on its own while Redis was away, to replay into it.
-
-    ``tokens`` and ``usd`` start as the reservation's and become the call's
-    real figures when it settles; ``running`` until then.
-    """
-
-    ask: KeyAsk
-    at: float
-    day: str
-    month: str
-    tokens: int
-    usd: float
-    running: bool = True
-
-
-class KeyLedger(Protocol):
-    """Keeps every key's windows, slots and spend; each method is atomic."""
-
-    async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
-        """Take ``ask`` whole (and say how full its window is), or nothing and say which
-        limit refused it."""
-        ...
-
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
-        """End a reserved call: its real tokens and cost (``None`` keeps the estimate)."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release connections."""
-        ...
-
-
-SECONDS_A_DAY = 86_400
-"""Every UTC day is this long in Unix time (which has no leap seconds)."""
-
-
-def periods(wall: float) -> tuple[str, str]:
-    """The UTC day (``2026-12-01``) and month (``2026-12``) a wall time falls in."""
-    return _day_periods(int(wall // SECONDS_A_DAY))
-
-
-@lru_cache(maxsize=4)
-def _day_periods(day_number: int) -> tuple[str, str]:
-    """``periods`` of the ``day_number``-th day since the epoch, formatted once per day.
-
-    Every keyed call asks; formatting a datetime each time was 1% of a request's CPU.
-    """
-    day = datetime.fromtimestamp(day_number * SECONDS_A_DAY, UTC).strftime("%Y-%m-%d")
-    return day, day[:7]
-
-
-def period_resets(wall: float) -> tuple[float, float]:
-    """Seconds from ``wall`` to the next UTC midnight and to the next month's first day."""
-    now = datetime.fromtimestamp(wall, UTC)
-    midnight = datetime(now.year, now.month, now.day, tzinfo=UTC).timestamp() + 86_400
-    year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
-    next_month = datetime(year, month, 1, tzinfo=UTC).timestamp()
-    return midnight - wall, next_month - wall
-
-
-def budget_refusal(
+def _budget_refusal(
     ask: KeyAsk, spent_day: float, spent_month: float, wall: float
 ) -> KeyRefusal | None:
     """The budget ``ask`` would pass, if any: spend so far plus its estimate above a cap."""
-    if ask.daily is not None and spent_day + ask.usd > ask.daily:
-        return KeyRefusal("daily_budget", ask.daily, period_resets(wall)[0], spent_day)
-    if ask.monthly is not None and spent_month + ask.usd > ask.monthly:
-        return KeyRefusal("monthly_budget", ask.monthly, period_resets(wall)[1], spent_month)
-    return None
+    if ask.daily is None and ask.monthly is None:
+        return None
+    budgets, spent = [], []
+    if ask.daily is not None:
+        budgets.append(BudgetCap(ask.key, "day", ask.daily))
+        spent.append(spent_day)
+    if ask.monthly is not None:
+        budgets.append(BudgetCap(ask.key, "month", ask.monthly))
+        spent.append(spent_month)
+    over = over_budget(budgets, spent, ask.usd, wall)
+    if over is None:
+        return None
+    limit = "daily_budget" if over.budget.period == "day" else "monthly_budget"
+    return KeyRefusal(limit, over.budget.usd, over.seconds, over.spent)
 
 
 @dataclass(slots=True)
@@ -188,7 +77,7 @@ class MemoryKeyLedger:
             return KeyRefusal("max_concurrency", ask.max_concurrency, CONCURRENCY_WAIT)
         refusal = self._window_refusal(state, ask, wall)
         if refusal is None:
-            refusal = budget_refusal(
+            refusal = _budget_refusal(
                 ask, state.spent.get(day, 0.0), state.spent.get(month, 0.0), wall
             )
             if refusal is not None:
@@ -361,25 +250,3 @@ def _grant(state: _KeyState, ask: KeyAsk, wall: float) -> KeyGrant:
         return KeyGrant()
     oldest = next(iter(window.entries.values()))
     return KeyGrant(len(window.entries), window.tokens, max(oldest.at + ask.window - wall, 0.0))
-
-
-def open_key_ledger(
-    url: str | None,
-    clock: TimeSource,
-    *,
-    prefix: str = "laneway",
-    fallback_share: float | None = None,
-    timeout: float = 0.5,
-) -> KeyLedger:
-    """The ledger for ``state.url``: in-process without one, Redis (with fallback) with one.
-
-    ``fallback_share`` is ``state.fallback_share`` (see ``FallbackKeyLedger``); ``timeout``
-    is ``state.timeout``, the bound of each Redis call.
-    """
-    if url is None:
-        return MemoryKeyLedger(clock)
-    from laneway.state.key_fallback import FallbackKeyLedger
-    from laneway.state.key_redis import RedisKeyLedger
-
-    shared = RedisKeyLedger.from_url(url, clock, prefix=prefix, timeout=timeout)
-    return FallbackKeyLedger(shared, clock, timeout=timeout, fallback_share=fallback_share)

@@ -1,7 +1,7 @@
 """``RedisStore``: the state port shared through Redis, one script call per operation.
 
-Each operation is one Lua script (``laneway.state.lua``), so an admission is
-a single round trip and no two replicas can both take a quota's last slot.
+Each operation is one Lua script (``laneway.state.admission.lua``), so an
+admission is a single round trip and no two replicas can both take a quota's last slot.
 The store keeps wall-clock time, the timeline replicas share; it converts to
 and from the caller's monotonic clock at this boundary. Errors are not
 handled here: ``FallbackStore`` decides what an unreachable Redis means.
@@ -13,13 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from laneway.core.clock import TimeSource
 from laneway.core.outcomes import Mark, SourceRecord
-from laneway.state import lua
-from laneway.state.base import (
+from laneway.state.admission import lua
+from laneway.state.admission.base import (
     LOG_SIZE,
     Admission,
     Ask,
@@ -28,8 +26,9 @@ from laneway.state.base import (
     Refusal,
     SourceDump,
 )
+from laneway.state.admission.redis_records import KnownRecords
 from laneway.state.batching import ScriptBatch
-from laneway.state.redis_records import KnownRecords
+from laneway.state.redis_client import fast_failing_client, heartbeat
 
 LOG_TTL_MS = 600_000
 """How long an idle source's outcome log and last success are kept, in milliseconds."""
@@ -184,29 +183,6 @@ class RedisStore:
     def _offset(self) -> float:
         """Wall minus monotonic time: add it to go to Redis's timeline, subtract to return."""
         return self.clock.wall() - self.clock.now()
-
-
-def fast_failing_client(url: str, timeout: float) -> Redis:
-    """A lazily connecting client whose calls fail after ``timeout`` instead of retrying."""
-    return Redis.from_url(
-        url,
-        decode_responses=True,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
-async def heartbeat(client: Redis, key: str, replica: str, clock: TimeSource, ttl: float) -> int:
-    """Mark ``replica`` alive in the sorted set ``key``; count those alive within ``ttl`` s."""
-    now = clock.wall()
-    async with client.pipeline(transaction=True) as pipe:
-        pipe.zadd(key, {replica: now})
-        pipe.zremrangebyscore(key, "-inf", now - ttl)
-        pipe.zcard(key)
-        pipe.pexpire(key, int(ttl * 1000))
-        _, _, count, _ = await pipe.execute()
-    return max(int(count), 1)
 
 
 def _reserves_nothing(ask: Ask) -> bool:
