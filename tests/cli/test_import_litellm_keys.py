@@ -305,4 +305,14 @@ def test_a_key_store_without_a_database_is_refused(
     with pytest.raises(SystemExit) as stopped:
         main(["import", "litellm", str(source), "--key-store", "k.sqlite3"])
     assert stopped.value.code == 2
-    assert "--key-store needs --database" in capsys.readouterr().err
+    assert "--key-store and --dry-run need --database" in capsys.readouterr().err
+
+
+def test_a_dry_run_reports_and_writes_nothing(
+    tmp_path: Path, sim: RunningSim, litellm_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = run_import(tmp_path, sim, litellm_db, "--dry-run")
+    err = capsys.readouterr().err
+    assert status == 1 and "not carried: model rerank-v3" in err
+    assert "dry run: 9 key(s) and 2 team(s) read; nothing written" in err
+    assert not out.exists() and not (tmp_path / "laneway-keys.sqlite3").exists()

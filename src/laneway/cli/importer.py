@@ -53,6 +53,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the key store to import them into (default: laneway-keys.sqlite3 beside the output)",
     )
+    found.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --database: read and report, write neither the key store nor --output",
+    )
     return found
 
 
@@ -60,8 +65,8 @@ def main(argv: Sequence[str]) -> int:
     """Run ``laneway import``; returns the exit status."""
     found = parser()
     args = found.parse_args(argv)
-    if args.key_store and not args.database:
-        found.error("--key-store needs --database (the LiteLLM database whose keys to import)")
+    if (args.key_store or args.dry_run) and not args.database:
+        found.error("--key-store and --dry-run need --database (the LiteLLM database to read)")
     try:
         data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -86,18 +91,26 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as exc:
         print(f"error: the translation does not load: {exc}", file=sys.stderr)
         return UNREADABLE
-    if keys is not None:
+    if keys is not None and not args.dry_run:
         try:
             for line in _store(args, translation, keys):
                 print(line, file=sys.stderr)
         except import_keys.ImportFailed as exc:
             print(f"error: {exc}", file=sys.stderr)
             return UNREADABLE
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    _output(args, text, keys)
     return _report(translation, keys)
+
+
+def _output(args: argparse.Namespace, text: str, keys: KeysTranslation | None) -> None:
+    """The config to ``--output`` (unless a dry run) or stdout."""
+    if keys is not None and args.dry_run:
+        found = f"{len(keys.keys)} key(s) and {len(keys.teams)} team(s)"
+        print(f"dry run: {found} read; nothing written", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(text)
+    elif not args.dry_run:
+        Path(args.output).write_text(text, encoding="utf-8")
 
 
 def _report(translation: Translation, keys: KeysTranslation | None) -> int:
