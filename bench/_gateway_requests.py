@@ -1,6 +1,6 @@
 """A fixed number of keyed chat requests through the gateway, for instruction counts.
 
-    python bench/_gateway_requests.py CONFIG CALLS
+    python bench/_gateway_requests.py CONFIG CALLS [PROMPT_BYTES]
 
 The ``laneway serve`` app of ``CONFIG`` (``build_gateway``: key limits, metrics,
 telemetry as the config names them) runs on uvicorn with laneway's protocol in
@@ -10,6 +10,8 @@ chat completions one at a time after 50 warm-up ones. Run under ``valgrind
 the difference of the totals over the difference of the calls is the
 instructions of one request, server and client; the client is this checkout's
 aiohttp for every tree, so an A/B of two trees differs only in the gateway.
+``PROMPT_BYTES`` (default 0: one short message) sends a conversation of
+about that many bytes instead (user and assistant turns of 1,000 characters).
 """
 
 from __future__ import annotations
@@ -27,13 +29,20 @@ from laneway.config.load import load_config
 from laneway.server.prompt import PromptServer
 from laneway.server.run import uvicorn_config
 
-BODY = orjson.dumps(
-    {"model": "gw", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
-)
+HELLO = [{"role": "user", "content": "Say hello."}]
 HEADERS = {"Authorization": "Bearer sk-bench-0123456789", "content-type": "application/json"}
 
 
-async def main(path: Path, calls: int) -> None:
+def conversation(size: int) -> list[dict[str, str]]:
+    """Alternating turns of 1,000 characters, about ``size`` bytes in all, ending on the user's."""
+    turns = max(1, size // 1000) | 1
+    roles = ("user", "assistant")
+    return [{"role": roles[n % 2], "content": f"turn {n} " + "x" * 992} for n in range(turns)]
+
+
+async def main(path: Path, calls: int, prompt_bytes: int) -> None:
+    messages = conversation(prompt_bytes) if prompt_bytes else HELLO
+    body = orjson.dumps({"model": "gw", "messages": messages, "max_tokens": 16})
     config, environ = load_config(path)
     gateway = build_gateway(config, environ, config_dir(path))
     server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
@@ -43,7 +52,7 @@ async def main(path: Path, calls: int) -> None:
     url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1/chat/completions"
     async with aiohttp.ClientSession() as http:
         for _ in range(50 + calls):
-            async with http.post(url, data=BODY, headers=HEADERS) as response:
+            async with http.post(url, data=body, headers=HEADERS) as response:
                 await response.read()
                 assert response.status == 200, response.status
     server.stop()
@@ -51,4 +60,5 @@ async def main(path: Path, calls: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))
+    prompt = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]), prompt))

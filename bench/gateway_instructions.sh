@@ -3,6 +3,7 @@
 # on a busy machine. The gateway's counterpart of engine_instructions.sh.
 #
 #   bash bench/gateway_instructions.sh TREE [TREE...]
+#   PROMPT_BYTES=40000 bash bench/gateway_instructions.sh TREE...   (a 40 kB conversation a request)
 #
 # TREE is a checkout (`git worktree add /tmp/old <commit>`), run with PYTHONPATH=TREE/src and this
 # checkout's .venv and driver (bench/_gateway_requests.py): the `laneway serve` app of a config with
@@ -39,7 +40,7 @@ telemetry:
 YAML
   PYTHONHASHSEED=0 PYTHONPATH="$1/src" taskset -c 1 valgrind --tool=callgrind \
     --callgrind-out-file="$out/cg.%p" .venv/bin/python bench/_gateway_requests.py \
-    "$out/laneway.yaml" "$2" 2>"$out/log" >/dev/null
+    "$out/laneway.yaml" "$2" "${PROMPT_BYTES:-0}" 2>"$out/log" >/dev/null
   local pid
   pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
   sed -n "s/^==$pid== Collected : //p" "$out/log"
