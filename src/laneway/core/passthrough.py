@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 OPENAI_CHAT = "openai.chat"
 """OpenAI's chat completions (``/v1/chat/completions``, the ``openai`` and ``azure`` sources)."""
+ANTHROPIC_MESSAGES = "anthropic.messages"
+"""Anthropic's Messages API (``/v1/messages``, the ``anthropic`` sources)."""
 OPENAI_EMBEDDINGS = "openai.embeddings"
 """OpenAI's embeddings (``/v1/embeddings``, the ``openai`` and ``azure`` sources)."""
 

@@ -22,6 +22,7 @@ from laneway.core.vectors import VectorEncoding
 from laneway.providers.base import as_context_length, classify_status, with_request_id
 from laneway.wire.anthropic.answer import read_message
 from laneway.wire.anthropic.events import MessagesEventReader
+from laneway.wire.anthropic.relay import relayed_messages_body
 from laneway.wire.anthropic.request_writer import count_tokens_body, messages_body
 
 API_VERSION = "2023-06-01"
@@ -56,11 +57,18 @@ class AnthropicProvider:
         return None
 
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """Build the ``/messages`` body; ``max_tokens`` is the caller's or the source's."""
+        """Build the ``/messages`` body; ``max_tokens`` is the caller's or the source's.
+
+        An Anthropic caller's body goes as it came, only its model rewritten
+        (``wire.anthropic.relay``), when nothing else must change.
+        """
+        headers = with_request_id(self._headers, request.headers)
+        relayed = None if stream else relayed_messages_body(request, self.model)
+        if relayed is not None:
+            return HttpRequest("POST", self._url, headers, relayed)
         body = messages_body(request, self.model, self.max_tokens)
         if stream:
             body["stream"] = True
-        headers = with_request_id(self._headers, request.headers)
         return HttpRequest("POST", self._url, headers, orjson.dumps(body))
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:

@@ -32,8 +32,8 @@ class AnthropicEncoder(MessagesEventWriter):
 
 
 def _read(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
-    """Translated whatever the sources speak: ``body`` is not passed through."""
-    request = read_messages(data, forwarded)
+    """A Messages call; ``body`` goes to an Anthropic source as it came when it may."""
+    request = read_messages(data, forwarded, body)
     stream = data.get("stream") is True
     return InboundChat(request, stream, refusing_malformed(message_body), AnthropicEncoder)
 

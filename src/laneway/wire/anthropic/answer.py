@@ -30,6 +30,7 @@ import orjson
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
+from laneway.core.passthrough import ANTHROPIC_MESSAGES, AnswerBody
 from laneway.core.results import ChatResult
 from laneway.core.types import NO_USAGE, LLMResponse, Reasoning, Usage
 from laneway.wire.anthropic.request_writer import JSON_TOOL
@@ -93,6 +94,8 @@ def read_message(body: bytes, model: str, created: float) -> ChatResult:
     result.raw = openai_completion(result, data.get("id"), created)
     if thoughts:
         result.raw["choices"][0]["message"]["thinking_blocks"] = thoughts
+    if not answers:
+        result.body = AnswerBody(ANTHROPIC_MESSAGES, body)
     return result
 
 
@@ -134,8 +137,17 @@ def _call(block: dict[str, Any]) -> dict[str, Any]:
 def message_body(result: LLMResponse) -> bytes:
     """The complete answer as an Anthropic ``message``.
 
+    An Anthropic source's own message goes back as it came (its usage the
+    source's; a JSON answer, carried by the forced tool, is written).
     ``MalformedAnswer`` when a tool call's arguments are no JSON object.
     """
+    relayed = result.answer_body
+    if (
+        relayed is not None
+        and relayed.wire == ANTHROPIC_MESSAGES
+        and result.usage.source == "provider"
+    ):
+        return relayed.body
     parts = answer_parts(result)
     content: list[dict[str, Any]] = list(parts.thinking_blocks)
     if parts.reasoning and not content:

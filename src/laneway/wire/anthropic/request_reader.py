@@ -18,8 +18,9 @@ Signed ``thinking`` and ``redacted_thinking`` blocks in the history go back
 as the assistant message's ``thinking_blocks``, which an Anthropic source
 needs before the tool calls of a thinking turn; unsigned ones (reasoning
 another source gave, which nothing can verify) are left out, and so are
-``cache_control`` marks (caching hints that do not change the answer). Refused with a 400 naming the
-field: document blocks, images inside a ``tool_result``, Anthropic's server
+``cache_control`` marks (caching hints that do not change the answer), unless
+the body goes to an Anthropic source as it came (``wire.anthropic.relay``).
+Refused with a 400 naming the field: document blocks, images inside a ``tool_result``, Anthropic's server
 tools (web search, code execution...), and any field laneway does not know
 (``container``, ``service_tier``, ``speed``...).
 """
@@ -32,8 +33,10 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import RequestInvalid
+from laneway.core.passthrough import ANTHROPIC_MESSAGES, CallerBody
 from laneway.core.shapes import chat_request
 from laneway.core.types import ChatRequest
+from laneway.wire.anthropic.relay import sendable_as_sent
 from laneway.wire.blocks import signed_blocks
 from laneway.wire.openai.chat_request import FieldTypes, check_types
 
@@ -58,10 +61,14 @@ _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
-def read_messages(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatRequest:
+def read_messages(
+    data: dict[str, Any], forwarded: Mapping[str, str], body: bytes | None = None
+) -> ChatRequest:
     """Translate a Messages API body into a chat request (``forwarded``: headers to send on).
 
     Whether it asks for a stream is its ``stream`` field, read by the caller.
+    ``body``, the bytes ``data`` was read from, rides along for an Anthropic
+    source when it may go as it came (``wire.anthropic.relay``).
     """
     for name in data:
         if name not in _FIELDS:
@@ -75,7 +82,11 @@ def read_messages(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatReq
         raise RequestInvalid("messages", "must be a non-empty list")
     for index, message in enumerate(raw_messages):
         messages.extend(_message(message, f"messages[{index}]"))
-    return chat_request(messages, _params(data), forwarded)
+    request = chat_request(messages, _params(data), forwarded)
+    if body is None or not sendable_as_sent(data):
+        return request
+    caller = CallerBody(ANTHROPIC_MESSAGES, body, request.messages, request.params)
+    return ChatRequest(request.messages, request.params, request.headers, caller)
 
 
 def _params(data: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,6 @@ goes as it came, only its ``model`` value rewritten in the bytes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from laneway.core.passthrough import OPENAI_CHAT, CallerBody
 from laneway.core.shapes import chat_request, check_depth, check_strings, check_tools
 from laneway.core.types import ChatRequest
 from laneway.wire.openai.parts import NAMESPACES
+from laneway.wire.splice import with_model
 
 _NUMBER = ((int, float), "a number")
 _INTEGER = ((int,), "an integer")
@@ -62,8 +62,6 @@ CHAT_FIELDS: FieldTypes = {
     "user": _STRING,
     "reasoning_effort": _STRING,
 }
-_MODEL_KEY = re.compile(rb'"model"\s*:')
-_MODEL_VALUE = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 _WRITTEN_AFRESH = frozenset({*NAMESPACES, "stream", "stream_options"})
 """Fields a source's body may not carry as the caller sent them (see ``chat_request_body``)."""
 MAX_CHOICES = 128
@@ -164,16 +162,11 @@ def relayed_request_body(request: ChatRequest, model: str) -> bytes | None:
 
     Written afresh: a request that is not the caller's as read (``CallerBody.holds``),
     one with fields a source may not get as sent (``_WRITTEN_AFRESH``), and a
-    body whose ``model`` key is not found exactly once (a nested ``model``
-    key, an escaped one): the bytes are never guessed at.
+    body whose ``model`` cannot be rewritten in place (``wire.splice``).
     """
     caller = request.caller_body
     if caller is None or caller.wire != OPENAI_CHAT or not caller.holds(request):
         return None
     if not _WRITTEN_AFRESH.isdisjoint(request.params):
         return None
-    body = caller.body
-    found = _MODEL_VALUE.search(body)
-    if found is None or len(_MODEL_KEY.findall(body)) != 1:
-        return None
-    return b"".join((body[: found.start(1)], orjson.dumps(model), body[found.end(1) :]))
+    return with_model(caller.body, model)
