@@ -20,9 +20,10 @@ needs before the tool calls of a thinking turn; unsigned ones (reasoning
 another source gave, which nothing can verify) are left out, and so are
 ``cache_control`` marks (caching hints that do not change the answer), unless
 the body goes to an Anthropic source as it came (``wire.anthropic.relay``).
-Refused with a 400 naming the field: document blocks, images inside a ``tool_result``, Anthropic's server
-tools (web search, code execution...), and any field laneway does not know
-(``container``, ``service_tier``, ``speed``...).
+Refused with a 400 naming the field: document blocks, images inside a
+``tool_result``, Anthropic's server tools (web search, code execution...),
+and any field laneway does not know (``container``, ``service_tier``,
+``speed``...).
 """
 
 from __future__ import annotations
