@@ -43,10 +43,17 @@ class RecordedAttempt:
 
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
-    """One call loop's attempts (a whole chat or OCR call, or one embed batch)."""
+    """One call loop's attempts (a whole chat or OCR call, or one embed batch).
+
+    ``at`` is when the call began (Unix seconds; ``None`` when not recorded)
+    and ``tokens`` what it used (``None``: unknown): a replay starts it then
+    and reserves that much of a ``tpm`` quota.
+    """
 
     attempts: tuple[RecordedAttempt, ...]
     stream: bool = False
+    at: float | None = None
+    tokens: int | None = None
 
     @property
     def answered(self) -> bool:
@@ -106,11 +113,13 @@ def recorded_calls(samples: Iterable[CallSample]) -> list[RecordedCall]:
     calls: list[RecordedCall] = []
     for sample in samples:
         attempts = [_attempt(a) for a in sample.attempts]
-        stream = sample.stream
+        stream, at = sample.stream, sample.time
         if sample.kind == "embed":
-            calls.extend(RecordedCall(batch, stream) for batch in _batches(attempts))
+            batches = _batches(attempts)
+            tokens = None if sample.tokens is None else sample.tokens // max(len(batches), 1)
+            calls.extend(RecordedCall(batch, stream, at, tokens) for batch in batches)
         elif attempts:
-            calls.append(RecordedCall(tuple(attempts), stream))
+            calls.append(RecordedCall(tuple(attempts), stream, at, sample.tokens))
     return calls
 
 

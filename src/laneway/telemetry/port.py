@@ -47,6 +47,8 @@ class CallSample:
     outcome: str
     latency_ms: float
     attempts: tuple[dict[str, Any], ...]
+    tokens: int | None = None
+    """The call's total tokens, as the upstream reported them (``None``: unknown)."""
 
 
 class TelemetryStore(Protocol):

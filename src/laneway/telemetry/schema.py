@@ -172,7 +172,7 @@ def spend_select(table: str, by: str, placeholder: str) -> str:
     return f"SELECT {', '.join(fields)} FROM {table} WHERE time >= {placeholder} GROUP BY {column}"
 
 
-CALLS_COLUMNS = ("time", "kind", "stream", "outcome", "latency_ms", "attempts_json")
+CALLS_COLUMNS = ("time", "kind", "stream", "outcome", "latency_ms", "attempts_json", "total_tokens")
 """What ``calls_select`` reads, in ``CallSample`` order."""
 
 
@@ -187,10 +187,16 @@ def calls_select(table: str, placeholders: tuple[str, str]) -> str:
 
 def call_sample(row: Sequence[Any]) -> CallSample:
     """A ``calls_select`` row as a ``CallSample`` (the attempts' JSON parsed)."""
-    time, kind, stream, outcome, latency_ms, attempts = row
+    time, kind, stream, outcome, latency_ms, attempts, tokens = row
     parsed = orjson.loads(attempts) if isinstance(attempts, str | bytes) else attempts or []
     return CallSample(
-        float(time), str(kind), bool(stream), str(outcome), float(latency_ms), tuple(parsed)
+        float(time),
+        str(kind),
+        bool(stream),
+        str(outcome),
+        float(latency_ms),
+        tuple(parsed),
+        None if tokens is None else int(tokens),
     )
 
 
