@@ -5,8 +5,9 @@ distributions of answered attempts and the failure mix; then candidate
 settings (``attempt_timeout`` at percentiles of the answers, ``retries``
 0..3, the lane's backoff, a deadline that fits ``client_deadline``), each
 replayed through the real call loop in virtual time; the recommended row, why,
-and the YAML to paste. ``--measure`` instead runs candidates live and reports
-their real worst wall. ``--check`` exits non-zero when a lane's configured
+and the YAML to paste; then the lane with and without a hedge, replayed, and
+the hedge ``after`` to declare. ``--measure`` instead runs candidates live and
+reports their real worst wall. ``--check`` exits non-zero when a lane's configured
 settings leave less than ``--margin`` under its ``client_deadline`` at the
 recorded p99, or cut more than ``--max-cut`` of the answers telemetry saw.
 """
@@ -29,6 +30,7 @@ from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
 from laneway.engine.lane import retry_policy
 from laneway.sizing.candidates import CandidateSettings, Goal, candidates, recommend, score
+from laneway.sizing.hedging import hedge_lines
 from laneway.sizing.measure import Measured, measure, slow_sources
 from laneway.sizing.render import candidates_table, evidence, table, yaml_snippet
 from laneway.sizing.samples import RecordedCall, profiles, recorded_calls
@@ -166,9 +168,11 @@ def _report(
             f"no candidate fits client_deadline {deadline} less the margin; "
             "the upstream is too slow for this caller"
         )
-        return
-    print(f"recommended: {pick[1]}")
-    print(yaml_snippet(name, pick[0]))
+    else:
+        print(f"recommended: {pick[1]}")
+        print(yaml_snippet(name, pick[0]))
+    print()
+    print("\n".join(hedge_lines(name, lane, calls)))
     print()
 
 

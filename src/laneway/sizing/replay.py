@@ -162,8 +162,9 @@ async def _one(
 def _failure(step: RecordedAttempt) -> AttemptFailure:
     """The failure a recorded outcome stands for (a status code, or a kind such as ``connect``).
 
-    An outcome that names no failure kind (``cancelled``: the caller closed a
-    stream) replays as ``malformed``: a failure that no ``retry_on`` retries.
+    An outcome that names no failure kind replays as ``malformed``: a failure
+    that no ``retry_on`` retries (``cancelled`` and ``hedge_lost`` are censored,
+    never failures: see ``samples.CENSORED``).
     """
     if step.outcome.isdigit():
         status = int(step.outcome)

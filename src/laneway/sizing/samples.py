@@ -15,10 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from laneway.core.failures import FailureKind
+from laneway.core.types import ANSWERED, UNJUDGED
 from laneway.telemetry import CallSample
 
-CENSORED = frozenset({FailureKind.TIMEOUT, FailureKind.DEADLINE})
-"""Outcomes that end an attempt without telling how long its answer would have taken."""
+CENSORED = frozenset({FailureKind.TIMEOUT, FailureKind.DEADLINE, *UNJUDGED})
+"""Outcomes that end an attempt without telling how long its answer would have taken: a
+timeout, the deadline, and a hedge race's loser, cancelled when the other attempt answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +34,8 @@ class RecordedAttempt:
 
     @property
     def ok(self) -> bool:
-        """Whether the attempt answered."""
-        return self.outcome == "ok"
+        """Whether the attempt answered (``ok``, or a hedge that won its race)."""
+        return self.outcome in ANSWERED
 
     @property
     def censored(self) -> bool:
