@@ -77,7 +77,10 @@ def test_recovery_target_reads_the_seventh_call() -> None:
 
 def test_scenarios_scale_durations_and_are_unique_per_run() -> None:
     full, quick = build(1.0, "r1"), build(0.1, "r2")
-    assert [s.key for s in full] == ["throttle", "pool", "slow", "recovery", "replicas"]
+    assert [s.key for s in full] == [
+        *("throttle", "pool", "slow", "recovery", "replicas"),
+        *("tail", "hedged"),
+    ]
     assert quick[2].policy.deadline == pytest.approx(full[2].policy.deadline * 0.1)
     assert quick[0].load.per_second == full[0].load.per_second
     specs = [{s.spec for x in run for s in x.sources} for run in (full, quick)]

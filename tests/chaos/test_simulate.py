@@ -20,7 +20,7 @@ from laneway.chaos.lanes import lane_config
 from laneway.chaos.metrics import SeenCall
 from laneway.chaos.report import as_json, text_table
 from laneway.chaos.runner import outcome
-from laneway.chaos.scenarios import Scenario, build
+from laneway.chaos.scenarios import Scenario, build, select
 from laneway.chaos.upstream import hits, replay_hits
 from laneway.cli.main import main
 from laneway.errors import CallFailed
@@ -204,3 +204,22 @@ def test_replicas_without_redis_are_reported_not_run(sim: RunningSim, capsys) ->
         line.startswith("5 replicas") and line.endswith("not run") for line in out.splitlines()
     )
     assert "5 replicas: skipped: Redis at redis://127.0.0.1:1/0 is unreachable" in out
+
+
+def test_a_long_tail_with_and_without_a_hedge_in_virtual_time() -> None:
+    """Scenarios 6 and 7 (issue 26): the tail's p99 of 5 s falls under 1 s with a hedge after
+    200 ms, for at most 10% more upstream requests; both runs meet the same seeded tail."""
+    scenarios = select(build(1.0, "virtual"), ["tail", "hedged"])
+    vsim = VirtualSim()
+    runs = vsim.clock.run(_offer_all(vsim, scenarios))
+    log = {source.spec: vsim.hit_times(source.spec) for s in scenarios for source in s.sources}
+    tail, hedged = (outcome(s, calls, log, []) for s, calls in zip(scenarios, runs, strict=True))
+    assert tail.metrics is not None and hedged.metrics is not None
+    assert tail.metrics.calls == hedged.metrics.calls == 600
+    assert tail.metrics.ok == hedged.metrics.ok == 600
+    assert tail.metrics.p99 == pytest.approx(5.0, abs=0.05), "2.5% of calls meet the 5 s tail"
+    assert hedged.metrics.p99 < 1.0 and tail.metrics.p99 / hedged.metrics.p99 >= 5
+    assert hedged.metrics.attempts_per_ok <= 1.1
+    assert all(target.met for target in [*tail.targets, *hedged.targets])
+    table = text_table([tail, hedged])
+    assert "6 tail" in table and "7 hedged" in table

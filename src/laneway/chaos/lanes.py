@@ -44,6 +44,8 @@ def lane_config(scenario: Scenario, sim_url: str, state_url: str | None = None) 
         },
         "sources": sources,
     }
+    if p.hedge_after is not None:
+        lane["hedge"] = {"after": p.hedge_after}
     document: dict[str, Any] = {
         "lanes": {scenario.lane: lane},
         "telemetry": {"url": "none"},

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from laneway.core.failures import FailureKind
 
-KEYS = ("throttle", "pool", "slow", "recovery", "replicas")
+KEYS = ("throttle", "pool", "slow", "recovery", "replicas", "tail", "hedged")
 """The scenarios' names, in order (``laneway simulate`` also takes their numbers)."""
 RETRY_ON: tuple[int | str, ...] = (
     *(429, 500, 502, 503, 504),
@@ -51,6 +51,9 @@ class Policy:
     backoff_base: float
     backoff_cap: float
     retry_on: tuple[int | str, ...] = RETRY_ON
+    hedge_after: float | None = None
+    """A hedge's ``after`` (``None``: no hedge); its ``max_share`` is the default 0.1. A
+    client without hedging (LiteLLM) runs the scenario without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +101,10 @@ class Scenario:
 
 
 def build(scale: float = 1.0, run: str = "run") -> list[Scenario]:
-    """All five scenarios with durations times ``scale`` and specs unique to ``run``."""
+    """All seven scenarios with durations times ``scale`` and specs unique to ``run``."""
     if scale <= 0:
         raise ValueError("scale must be positive")
-    makers = (_throttle, _pool, _slow, _recovery, _replicas)
+    makers = (_throttle, _pool, _slow, _recovery, _replicas, _tail, _hedged)
     return [replace(make(scale, run), scale=scale) for make in makers]
 
 
@@ -204,3 +207,30 @@ def _replicas(s: float, run: str) -> Scenario:
     load = Load(per_second=1.0, seconds=120 * s)
     title = "two replicas on Redis, one 60 rpm source, 120 rpm offered"
     return Scenario(5, "replicas", title, sources, policy, load, run, replicas=2, cap_rpm=60)
+
+
+TAIL_SLOW = 5.0
+"""Seconds the long-tailed source takes for one answer in twenty (scenarios 6 and 7)."""
+
+
+def _tail(s: float, run: str, key: str = "tail", hedge: float | None = None) -> Scenario:
+    """A source answering in 50 ms, one answer in twenty in 5 s, beside a steady one."""
+    tail = f"sleep={0.05 * s:g},slow=0.05,slow_sleep={TAIL_SLOW * s:g},seed=6"
+    sources = (
+        SourcePlan("tail", _spec(tail, run, key, "tail")),
+        SourcePlan("steady", _spec(f"sleep={0.05 * s:g}", run, key, "steady")),
+    )
+    policy = replace(
+        _policy(s, deadline=10, attempt_timeout=8, retries=1),
+        hedge_after=None if hedge is None else hedge * s,
+    )
+    load = Load(per_second=5.0, seconds=120 * s)
+    title = "one source with a 5% tail of 5 s beside a steady one" + (
+        f", hedge after {hedge * 1000:g} ms" if hedge is not None else ", no hedge"
+    )
+    return Scenario(6 if hedge is None else 7, key, title, sources, policy, load, run)
+
+
+def _hedged(s: float, run: str) -> Scenario:
+    """Scenario 6 with ``hedge: {after: 200ms}``: the slow answers are raced on the other."""
+    return _tail(s, run, "hedged", hedge=0.2)

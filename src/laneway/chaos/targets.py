@@ -17,6 +17,10 @@ MIN_CAP_USE = 0.95
 MIN_POOL_SUCCESS = 0.99
 MAX_POOL_ATTEMPTS = 1.3
 ANSWERED_REQUEST = 7
+HEDGED_P99 = 1.0
+"""Seconds under which scenario 7's p99 must fall (5x under the 5 s tail)."""
+MAX_HEDGED_ATTEMPTS = 1.1
+"""Upstream requests per success scenario 7 may spend (issue 26: at most 10% more)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +95,27 @@ def _replicas(scenario: Scenario, m: ScenarioTally) -> list[Target]:
     ]
 
 
+def _tail(scenario: Scenario, m: ScenarioTally) -> list[Target]:
+    return [Target("no deadline overruns", str(m.overruns), m.overruns == 0)]
+
+
+def _hedged(scenario: Scenario, m: ScenarioTally) -> list[Target]:
+    return [
+        Target(f"p99 < {HEDGED_P99:g} s (5x under the tail)", f"{m.p99:.2f} s", m.p99 < HEDGED_P99),
+        Target(
+            f"attempts per success <= {MAX_HEDGED_ATTEMPTS}",
+            f"{m.attempts_per_ok:.2f}",
+            m.attempts_per_ok <= MAX_HEDGED_ATTEMPTS,
+        ),
+    ]
+
+
 _JUDGES: dict[str, Callable[[Scenario, ScenarioTally], list[Target]]] = {
     "throttle": _throttle,
     "pool": _pool,
     "slow": _slow,
     "recovery": _recovery,
     "replicas": _replicas,
+    "tail": _tail,
+    "hedged": _hedged,
 }
