@@ -1,4 +1,4 @@
-"""BudgetCap rules on a fake clock: period names, when each period ends, what a budget allows."""
+"""Budget rules on a fake clock: period names, when each period ends, what a budget allows."""
 
 import math
 from datetime import UTC, datetime

@@ -10,7 +10,8 @@ import pytest
 from laneway.config.models import BudgetConfig, KeyConfig
 from laneway.core.clock import FakeClock
 from laneway.server.errors import Refused
-from laneway.server.limits import KeyLimits, SpentBefore
+from laneway.server.key_terms import SpentBefore, config_terms
+from laneway.server.limits import KeyLimits
 from laneway.state.keys.memory import MemoryKeyLedger
 
 IMPORTED = datetime(2026, 12, 3, 10, tzinfo=UTC).timestamp()
@@ -29,7 +30,7 @@ def limits(at: float) -> KeyLimits:
 
 async def test_spend_carried_into_this_month_is_counted_and_named() -> None:
     with pytest.raises(Refused) as refused:
-        await limits(IMPORTED + 3600).hold(KEY, "l", None, SpentBefore(1.5, IMPORTED))
+        await limits(IMPORTED + 3600).hold(config_terms(KEY), "l", None, SpentBefore(1.5, IMPORTED))
     assert refused.value.status == 429
     message = str(refused.value)
     assert "(1 USD per UTC month)" in message and "$1.500000 spent" in message
@@ -37,11 +38,11 @@ async def test_spend_carried_into_this_month_is_counted_and_named() -> None:
 
 async def test_spend_carried_counts_no_more_once_its_period_ended() -> None:
     next_month = datetime(2027, 1, 1, tzinfo=UTC).timestamp()
-    await limits(next_month).hold(KEY, "l", None, SpentBefore(1.5, IMPORTED))
+    await limits(next_month).hold(config_terms(KEY), "l", None, SpentBefore(1.5, IMPORTED))
 
 
 async def test_a_spend_within_the_budget_leaves_the_rest() -> None:
-    await limits(IMPORTED + 60).hold(KEY, "l", None, SpentBefore(0.5, IMPORTED))
+    await limits(IMPORTED + 60).hold(config_terms(KEY), "l", None, SpentBefore(0.5, IMPORTED))
 
 
 def test_spend_counts_in_the_day_and_month_it_was_carried_into() -> None:

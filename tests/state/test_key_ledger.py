@@ -11,6 +11,7 @@ from laneway.policy.budget import period_resets
 from laneway.state.keys.ledger import SLOT_LEASE, KeyAsk, KeyGrant, KeyLedger, KeyRefusal
 from laneway.state.keys.memory import MemoryKeyLedger, Timestamps
 from laneway.state.keys.redis_ledger import RedisKeyLedger
+from tests.state.key_asks import key_ask
 
 MAY_31_2026_23H = datetime(2026, 5, 31, 23, 0, tzinfo=UTC).timestamp()
 
@@ -26,7 +27,7 @@ def ledger(request) -> tuple[KeyLedger, FakeClock]:
 
 
 def ask(ticket: str, **limits) -> KeyAsk:
-    return KeyAsk("team", ticket, **limits)
+    return key_ask("team", ticket, **limits)
 
 
 async def test_rpm_refuses_with_the_wait_then_frees(ledger) -> None:

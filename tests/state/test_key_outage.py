@@ -25,6 +25,7 @@ from laneway.state.keys.fallback import FallbackKeyLedger
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyRefusal, LocalCall
 from laneway.state.keys.redis_ledger import RedisKeyLedger
 from tests.proxy import TcpProxy
+from tests.state.key_asks import key_ask
 from tests.state.test_fallback import proxy, warnings_about
 
 __all__ = ["proxy"]
@@ -54,7 +55,7 @@ class Caller:
         granted = 0
         for _ in range(times):
             self.asked += 1
-            ask = KeyAsk("team", f"{self.name}{self.asked}", usd=estimate, **self.limits)
+            ask = key_ask("team", f"{self.name}{self.asked}", usd=estimate, **self.limits)
             if isinstance(await self.ledger.reserve(ask), KeyGrant):
                 cost = estimate + self.asked * 1e-9  # each call's real cost differs a little
                 await self.ledger.settle(ask, None, cost)
@@ -123,7 +124,7 @@ async def test_outage_spend_is_replayed_and_a_budget_the_replicas_exhausted_refu
     clock.advance(1.0)
     await a.wake()
     await b.wake()
-    refused = await a.ledger.reserve(KeyAsk("team", "late", usd=0.3, daily=2.0))
+    refused = await a.ledger.reserve(key_ask("team", "late", usd=0.3, daily=2.0))
     for caller in (a, b):
         await caller.ledger.aclose()
     assert during == 2
@@ -143,8 +144,9 @@ async def test_a_replay_applies_each_call_once_and_later_only_what_changed(
     clock = FakeClock(wall_start=NOON)
     ledger = RedisKeyLedger(redis_client, clock, prefix=redis_prefix)
     day, month = periods(NOON)
-    running = LocalCall(KeyAsk("team", "r1", rpm=5, max_concurrency=2), NOON, day, month, 7, 0.25)
-    ended = LocalCall(KeyAsk("team", "e1", rpm=5), NOON, day, month, 3, 0.125, running=False)
+    counted = (f"key:team:{day}", f"key:team:{month}")
+    running = LocalCall(KeyAsk("team", "r1", rpm=5, max_concurrency=2), NOON, counted, 7, 0.25)
+    ended = LocalCall(KeyAsk("team", "e1", rpm=5), NOON, counted, 3, 0.125, running=False)
     await ledger.replay([running, ended])
     await ledger.replay([running, ended])  # a replay cut after Redis applied it, run again
     spend_key = f"{redis_prefix}:key:{{team}}:spend:{day}"
@@ -238,17 +240,17 @@ async def test_a_call_in_flight_at_the_cut_holds_its_slot_and_settles_when_redis
     clock = FakeClock(wall_start=NOON)
     ledger = replica(f"redis://127.0.0.1:{proxy.port}/0", clock, redis_prefix, share=0.5)
     limits: dict[str, Any] = {"max_concurrency": 4, "daily": 10.0}
-    running = KeyAsk("team", "before", usd=0.5, **limits)
+    running = key_ask("team", "before", usd=0.5, **limits)
     assert isinstance(await ledger.reserve(running), KeyGrant), "through Redis"
     await proxy.stop()
-    during = [KeyAsk("team", f"t{n}", usd=0.5, **limits) for n in range(3)]
+    during = [key_ask("team", f"t{n}", usd=0.5, **limits) for n in range(3)]
     answers = [await ledger.reserve(ask) for ask in during]
     await ledger.settle(running, None, 0.125)  # it ends while Redis is away
     await proxy.start()
     clock.advance(1.0)
     await ledger.reserve(KeyAsk("other", "wake"))
     await ledger.settle(during[0], None, 0.25)  # replayed while running, settled in Redis
-    again = await ledger.reserve(KeyAsk("team", "after", **limits))
+    again = await ledger.reserve(key_ask("team", "after", **limits))
     await ledger.aclose()
     assert [isinstance(a, KeyGrant) for a in answers] == [True, False, False], (
         "a share of 2 slots, one held by the call Redis granted"

@@ -85,10 +85,12 @@ def limits(key: KeyConfig) -> str:
         if value is not None
     ]
     if key.budget is not None:
-        if key.budget.daily is not None:
-            parts.append(f"${key.budget.daily:g}/day")
-        if key.budget.monthly is not None:
-            parts.append(f"${key.budget.monthly:g}/month")
+        for field, period in (("daily", "day"), ("weekly", "week"), ("monthly", "month")):
+            cap = getattr(key.budget, field)
+            if cap is not None:
+                parts.append(f"${cap:g}/{period}")
+        if key.budget.total is not None:
+            parts.append(f"${key.budget.total:g} in all")
     if key.allow_unpriced:
         parts.append("allow_unpriced")
     return ", ".join(parts) or "none"

@@ -511,10 +511,13 @@ class LaneConfig(Strict):
 
 
 class BudgetConfig(Strict):
-    """A key's spending caps in USD per UTC day and per UTC month (each optional)."""
+    """A key's spending caps in USD per UTC day, ISO week (Monday to Monday, UTC), UTC
+    month, and in all (``total``, never reset); each optional."""
 
     daily: float | None = Field(default=None, gt=0)
+    weekly: float | None = Field(default=None, gt=0)
     monthly: float | None = Field(default=None, gt=0)
+    total: float | None = Field(default=None, gt=0)
 
 
 class KeyConfig(Strict):
@@ -543,9 +546,9 @@ class KeyConfig(Strict):
     @property
     def limited(self) -> bool:
         """True when any limit or budget applies to this key."""
-        budgeted = self.budget is not None and (
-            self.budget.daily is not None or self.budget.monthly is not None
-        )
+        budget = self.budget
+        caps = () if budget is None else (budget.daily, budget.weekly, budget.monthly, budget.total)
+        budgeted = any(cap is not None for cap in caps)
         return budgeted or any(v is not None for v in (self.rpm, self.tpm, self.max_concurrency))
 
     @model_validator(mode="after")

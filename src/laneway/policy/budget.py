@@ -1,4 +1,4 @@
-"""BudgetCap rules: the calendar periods a budget counts over, and what a budget allows.
+"""Budget rules: the calendar periods a budget counts over, and what a budget allows.
 
 A budget caps the USD a key (or a team, for its keys together) may spend in
 a period: a UTC day, an ISO week (Monday 00:00 UTC to the next), a UTC month,
@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 PERIODS = ("day", "week", "month", "total")
-"""BudgetCap periods, shortest first."""
+"""Budget periods, shortest first."""
 
 SECONDS_A_DAY = 86_400
 """Every UTC day is this long in Unix time (which has no leap seconds)."""

@@ -45,8 +45,9 @@ class _Body(BaseModel):
 
 class BudgetBody(_Body):
     amount: float = Field(gt=0)
-    period: Literal["day", "month"]
-    """The UTC calendar periods the key ledger counts spend in."""
+    period: Literal["day", "week", "month", "total"]
+    """The period the key ledger counts spend in: a UTC day, an ISO week (from Monday
+    00:00 UTC), a UTC month, or ``total`` (never reset)."""
 
 
 class LimitsBody(_Body):

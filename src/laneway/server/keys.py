@@ -24,7 +24,7 @@ from laneway.core.records import CallMeta
 from laneway.server.errors import Refused
 
 if TYPE_CHECKING:
-    from laneway.server.limits import SpentBefore
+    from laneway.server.key_terms import KeyTerms, SpentBefore
 
 _BEARER = b"bearer"
 
@@ -49,7 +49,7 @@ class Caller:
     models_body: bytes
     meta: CallMeta
     aliases: Mapping[str, str] = field(default_factory=dict)
-    limits: KeyConfig | None = None
+    limits: KeyTerms | None = None
     """A stored key's limits (a configured key's are found by its name)."""
     spent_before: SpentBefore | None = None
     """What a stored key spent before laneway counted it (an imported LiteLLM key's spend)."""
@@ -63,7 +63,7 @@ def make_caller(
     name: str | None,
     lanes: Sequence[str],
     aliases: Mapping[str, str] | None = None,
-    limits: KeyConfig | None = None,
+    limits: KeyTerms | None = None,
     spent_before: SpentBefore | None = None,
 ) -> Caller:
     """A caller permitted ``lanes`` (and the aliases of those), with its ``GET /v1/models``

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from laneway.config.models import KeyConfig
 from laneway.server.errors import Refused
+from laneway.server.key_terms import config_budgets
 from laneway.state.keys.ledger import KeyRefusal
 
 HEADER_NAMES = {
@@ -21,14 +22,18 @@ HEADER_NAMES = {
     "tpm": "tokens",
     "max_concurrency": "concurrency",
     "daily_budget": "budget-daily",
+    "weekly_budget": "budget-weekly",
     "monthly_budget": "budget-monthly",
+    "total_budget": "budget-total",
 }
 WHAT = {
     "rpm": "requests per minute",
     "tpm": "tokens per minute",
     "max_concurrency": "calls at once",
     "daily_budget": "USD per UTC day",
+    "weekly_budget": "USD per ISO week",
     "monthly_budget": "USD per UTC month",
+    "total_budget": "USD in all",
 }
 
 
@@ -54,8 +59,8 @@ def unpriced_pairs(
 
 
 def budgeted(key: KeyConfig) -> bool:
-    budget = key.budget
-    return budget is not None and (budget.daily is not None or budget.monthly is not None)
+    """True when a key of laneway.yaml has a budget of any period."""
+    return bool(config_budgets(key.name, key.budget))
 
 
 def unpriced_message(key: str, lane: str, sources: Sequence[str]) -> str:
@@ -66,22 +71,37 @@ def unpriced_message(key: str, lane: str, sources: Sequence[str]) -> str:
 
 
 def refused(key: str, refusal: KeyRefusal) -> Refused:
-    """The 429 for ``refusal``: OpenAI's shape, the limit named, and when to come back."""
+    """The 429 for ``refusal``: OpenAI's shape, the limit named (and the team, for a team's
+    budget), and when to come back.
+
+    A ``total`` budget never resets: its refusal has no ``Retry-After`` and
+    says ``x-should-retry: false``, so an SDK does not retry in vain.
+    """
     seconds = max(refusal.seconds, 0.0)
     what = WHAT[refusal.limit]
     cap = _figure(refusal.cap)
-    message = f"key {key!r} reached its {refusal.limit} limit ({cap} {what})"
+    owner = f"key {key!r}" if refusal.team is None else f"team {refusal.team!r} (of key {key!r})"
+    message = f"{owner} reached its {refusal.limit} limit ({cap} {what})"
     if refusal.spent is not None:
         message += f"; ${refusal.spent:.6f} spent or reserved in this period"
-    message += f"; retry in {seconds:.1f} s"
     name = HEADER_NAMES[refusal.limit]
+    if refusal.team is not None:
+        name = f"team-{name}"
     headers = [
-        (b"retry-after", str(max(math.ceil(seconds), 1)).encode()),
         (f"x-ratelimit-limit-{name}".encode(), cap.encode()),
         (f"x-ratelimit-remaining-{name}".encode(), b"0"),
-        (f"x-ratelimit-reset-{name}".encode(), f"{seconds:.3f}s".encode()),
     ]
-    return Refused(429, f"key_{refusal.limit}_exceeded", message, headers)
+    if math.isinf(seconds):
+        message += "; it does not reset: ask for a larger budget"
+        headers.append((b"x-should-retry", b"false"))
+    else:
+        message += f"; retry in {seconds:.1f} s"
+        headers += [
+            (b"retry-after", str(max(math.ceil(seconds), 1)).encode()),
+            (f"x-ratelimit-reset-{name}".encode(), f"{seconds:.3f}s".encode()),
+        ]
+    kind = "key" if refusal.team is None else "team"
+    return Refused(429, f"{kind}_{refusal.limit}_exceeded", message, headers)
 
 
 def _figure(value: float) -> str:

@@ -33,10 +33,10 @@ from laneway.accounting.cost import cost_of
 from laneway.config.models import KeyConfig, LanewayConfig
 from laneway.core.errors import LanewayError
 from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
-from laneway.policy.budget import periods
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
+from laneway.server.key_terms import KeyTerms, SpentBefore, config_terms, lowered, raised
 from laneway.server.limit_refusals import budgeted, chain_unpriced, refused, unpriced_message
 from laneway.state.keys import open_key_ledger
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyLedger, KeyRefusal
@@ -58,6 +58,10 @@ class Hold:
     lane: str
     kind: str
     grant: KeyGrant = NO_WINDOW
+    terms: KeyTerms | None = None
+    """The key's terms, for its budget alerts (``None``: the call has no budget)."""
+    carried: Mapping[str, float] | None = None
+    """USD spent before laneway counted the key, by budget period (``SpentBefore``)."""
 
     def rate_headers(self) -> Headers:
         """``X-RateLimit-*`` for the key's ``rpm`` and ``tpm``, from the reservation's answer.
@@ -92,30 +96,13 @@ class SettledAnswer(Protocol):
     def source(self) -> str | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class SpentBefore:
-    """USD a stored key spent before laneway counted its calls (an imported LiteLLM key's
-    spend so far), and when it came to laneway (``since``, wall time): it counts against
-    each of the key's budgets in the budget period ``since`` falls in, and in no later one."""
-
-    usd: float
-    since: float
-
-    def counted(self, wall: float) -> tuple[float, float]:
-        """The USD it adds to the key's spend of the UTC day and month of ``wall``."""
-        if self.usd <= 0:
-            return 0.0, 0.0
-        (day, month), (then_day, then_month) = periods(wall), periods(self.since)
-        return (self.usd if day == then_day else 0.0), (self.usd if month == then_month else 0.0)
-
-
 class LimitedCall:
     """``async with``: reserve on entry, settle on exit with what ``answered`` was given."""
 
     def __init__(
         self,
         limits: KeyLimits | None,
-        key: KeyConfig | None,
+        key: KeyTerms | None,
         lane: str,
         request: ChatRequest | EmbedRequest | None,
         spent_before: SpentBefore | None = None,
@@ -179,6 +166,7 @@ class KeyLimits:
         clock: TimeSource,
         pricer: Pricer | None,
         chains: Mapping[str, Sequence[str]] | None = None,
+        alerts: BudgetWatch | None = None,
     ) -> None:
         self.ledger = ledger
         self.settles_inline = isinstance(ledger, MemoryKeyLedger)
@@ -188,7 +176,9 @@ class KeyLimits:
         self.clock = clock
         self.pricer = pricer
         self.lanes = lanes
-        self.keys = {key.name: key for key in keys if key.limited}
+        self.keys = {key.name: config_terms(key) for key in keys if key.limited}
+        self.alerts = alerts
+        """Told of each budgeted call's spend, and of budget refusals (budget alerts)."""
         self.refusals: dict[tuple[str, str], int] = {}
         """Refused calls by (key, limit), for ``/metrics``."""
         # Tickets name reservations in windows shared by replicas: a random prefix per
@@ -201,7 +191,7 @@ class KeyLimits:
         key: str | None,
         lane: str,
         request: ChatRequest | EmbedRequest | None,
-        stored: KeyConfig | None = None,
+        stored: KeyTerms | None = None,
         spent_before: SpentBefore | None = None,
     ) -> LimitedCall:
         """The context a call of ``key`` runs in (``UNLIMITED`` for a key without limits);
@@ -214,7 +204,7 @@ class KeyLimits:
 
     async def hold(
         self,
-        config: KeyConfig,
+        config: KeyTerms,
         lane: str,
         request: ChatRequest | EmbedRequest | None,
         spent_before: SpentBefore | None = None,
@@ -224,34 +214,37 @@ class KeyLimits:
         with caps lowered by it, and a refusal names the key's own cap and the whole spend."""
         key = config.name
         kind, _ = self.lanes[lane]
-        if budgeted(config) and not config.allow_unpriced:
+        if config.budgeted and not config.allow_unpriced:
             unpriced = self.unpriced_sources(lane)
             if unpriced:
                 self._count(key, "unpriced_lane")
                 raise Refused(403, "unpriced_lane", unpriced_message(key, lane, unpriced))
         tokens = 0 if request is None else request_tokens(request)
-        budget = config.budget
         ask = KeyAsk(
             key=key,
             ticket=f"{self._ticket_prefix}-{next(self._tickets)}",
             tokens=tokens,
-            usd=self._estimate(lane, kind, request) if budgeted(config) else 0.0,
+            usd=self._estimate(lane, kind, request) if config.budgeted else 0.0,
             rpm=config.rpm,
             tpm=config.tpm,
             max_concurrency=config.max_concurrency,
-            daily=None if budget is None else budget.daily,
-            monthly=None if budget is None else budget.monthly,
+            budgets=config.budgets,
         )
-        carried = (0.0, 0.0)
-        if spent_before is not None and budget is not None:
-            carried = spent_before.counted(self.clock.wall())
-            ask = _lowered(ask, carried)
+        carried: dict[str, float] | None = None
+        if spent_before is not None and config.budgets:
+            own = config.own_budgets
+            counted = spent_before.counted(self.clock.wall(), tuple(b.period for b in own))
+            carried = {b.period: usd for b, usd in zip(own, counted, strict=True)}
+            ask = replace(ask, budgets=lowered(config, carried))
         reserved = await self.ledger.reserve(ask)
         if isinstance(reserved, KeyRefusal):
-            reserved = _raised(reserved, carried)
+            if carried and reserved.team is None:
+                reserved = raised(reserved, carried)
             self._count(key, reserved.limit)
+            if self.alerts is not None and reserved.spent is not None:
+                self.alerts.refused(config, reserved)
             raise refused(key, reserved)
-        return Hold(ask, lane, kind, reserved)
+        return Hold(ask, lane, kind, reserved, config if config.budgeted else None, carried)
 
     async def settle(
         self,
@@ -274,7 +267,9 @@ class KeyLimits:
         else:
             tokens = used_tokens(usage) if usage is not None and usage.known else None
             usd = self._cost(hold, answer, answered_on or hold.lane)
-        await self.ledger.settle(hold.ask, tokens, usd)
+        spend = await self.ledger.settle(hold.ask, tokens, usd)
+        if self.alerts is not None and hold.terms is not None and spend:
+            self.alerts.spent(hold.terms, spend, hold.carried or {})
 
     def unpriced_sources(self, lane: str) -> list[str]:
         """The sources of ``lane`` and its fallback lanes (``other/source``) laneway has no
@@ -323,23 +318,16 @@ class KeyLimits:
         self.refusals[labels] = self.refusals.get(labels, 0) + 1
 
 
-def _lowered(ask: KeyAsk, carried: tuple[float, float]) -> KeyAsk:
-    """``ask`` with its budget caps lowered by the spend ``carried`` into their periods."""
-    day, month = carried
-    return replace(
-        ask,
-        daily=None if ask.daily is None else ask.daily - day,
-        monthly=None if ask.monthly is None else ask.monthly - month,
-    )
+class BudgetWatch(Protocol):
+    """What hears of budgeted calls: each one's spend, and each budget refusal."""
 
+    def spent(
+        self, terms: KeyTerms, spend: Mapping[str, float], carried: Mapping[str, float]
+    ) -> None:
+        """A call of ``terms``'s key settled; ``spend`` is its counters as settling left them."""
 
-def _raised(refusal: KeyRefusal, carried: tuple[float, float]) -> KeyRefusal:
-    """A refusal of a lowered cap (``_lowered``) as the key's own cap and whole spend."""
-    added = {"daily_budget": carried[0], "monthly_budget": carried[1]}.get(refusal.limit, 0.0)
-    if not added:
-        return refusal
-    spent = None if refusal.spent is None else refusal.spent + added
-    return replace(refusal, cap=refusal.cap + added, spent=spent)
+    def refused(self, terms: KeyTerms, refusal: KeyRefusal) -> None:
+        """A call of ``terms``'s key was refused by a budget (``refusal.spent`` is set)."""
 
 
 def stores_keys(config: LanewayConfig) -> bool:

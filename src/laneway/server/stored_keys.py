@@ -20,10 +20,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from laneway.config.models import BudgetConfig, KeyConfig
+from laneway.policy.budget import BudgetCap
+from laneway.server.key_terms import KeyTerms, SpentBefore
 from laneway.server.keys import Caller, make_caller
-from laneway.server.limits import SpentBefore
-from laneway.state.keys.records import KeyRecord, Snapshot
+from laneway.state.keys.ledger import key_owner, team_owner
+from laneway.state.keys.records import KeyRecord, Snapshot, TeamRecord
 from laneway.state.keys.store import KeyStore
 
 log = logging.getLogger("laneway.keys")
@@ -37,22 +38,22 @@ class _Entry:
     """The earliest of the key's expiry and this secret's grace end (``None``: neither)."""
 
 
-def key_config(record: KeyRecord, digest: str) -> KeyConfig:
-    """The limits of a stored key, in the form the key ledger reads."""
+def stored_terms(record: KeyRecord, team: TeamRecord | None) -> KeyTerms:
+    """The terms of a stored key: its limits, its own budget and its team's (shared by the
+    team's keys)."""
     limits = record.limits
-    budget = None
-    if limits.budget is not None:
-        daily = limits.budget if limits.period == "day" else None
-        monthly = limits.budget if limits.period == "month" else None
-        budget = BudgetConfig(daily=daily, monthly=monthly)
-    return KeyConfig(
+    budgets = []
+    if limits.budget is not None and limits.period is not None:
+        budgets.append(BudgetCap(key_owner(record.name), limits.period, limits.budget))
+    if team is not None and team.limits.budget is not None and team.limits.period is not None:
+        budgets.append(BudgetCap(team_owner(team.name), team.limits.period, team.limits.budget))
+    return KeyTerms(
         name=record.name,
-        sha256=digest,
-        lanes=list(limits.lanes),
         rpm=limits.rpm,
         tpm=limits.tpm,
         max_concurrency=limits.max_concurrency,
-        budget=budget,
+        budgets=tuple(budgets),
+        team=record.team,
     )
 
 
@@ -127,7 +128,7 @@ class StoredKeys:
             team = snapshot.teams.get(record.team) if record.team else None
             if team is not None and team.blocked:
                 continue
-            caller = callers.get(record.id) or self._caller(record, digest.sha256)
+            caller = callers.get(record.id) or self._caller(record, team)
             callers[record.id] = caller
             ends = [t for t in (record.expires_at, digest.valid_until) if t is not None]
             raw = bytes.fromhex(digest.sha256)
@@ -137,14 +138,14 @@ class StoredKeys:
         self.version = snapshot.version
         self._loaded.set()
 
-    def _caller(self, record: KeyRecord, digest: str) -> Caller:
-        config = key_config(record, digest)
+    def _caller(self, record: KeyRecord, team: TeamRecord | None) -> Caller:
+        terms = stored_terms(record, team)
         wanted = record.limits.lanes
         permitted = self.lanes if "*" in wanted else [n for n in self.lanes if n in wanted]
         spent = None
-        if record.spend > 0 and record.limits.budget is not None:
+        if record.spend > 0 and terms.own_budgets:
             spent = SpentBefore(record.spend, record.created_at)
-        limits = config if config.limited else None
+        limits = terms if terms.limited else None
         return make_caller(record.name, permitted, self.aliases, limits, spent)
 
     async def _polling(self) -> None:

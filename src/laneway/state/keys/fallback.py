@@ -33,8 +33,18 @@ import logging
 import math
 
 from laneway.core.clock import TimeSource
-from laneway.policy.budget import periods
-from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyRefusal, LocalCall, Spend
+from laneway.policy.budget import SECONDS_A_DAY, BudgetCap, period_name
+from laneway.state.keys.ledger import (
+    BUDGET_LIMITS,
+    KeyAsk,
+    KeyGrant,
+    KeyRefusal,
+    LocalCall,
+    Spend,
+    counters,
+    key_owner,
+    team_owner,
+)
 from laneway.state.keys.memory import MemoryKeyLedger
 from laneway.state.keys.redis_ledger import RedisKeyLedger
 from laneway.state.outage import SharedOrLocal, nothing
@@ -70,10 +80,13 @@ class FallbackKeyLedger(SharedOrLocal):
         self.local = MemoryKeyLedger(clock)
         self.replayed = 0
         """Calls replayed into Redis after outages (a counter for metrics)."""
-        self._known: dict[str, Spend] = {}
-        """Each key's spend per period as Redis last reported it to this replica."""
+        self._known: Spend = {}
+        """Each counter's spend as Redis last reported it to this replica."""
+        self._known_day = -1
         self._seeded: set[str] = set()
-        self._caps: dict[str, tuple[float | None, float | None]] = {}
+        """The counters started from ``_known`` in this outage."""
+        self._caps: dict[str, float] = {}
+        """This replica's share of each capped counter's budget in this outage, by counter."""
         self._calls: dict[str, LocalCall] = {}
         self._unsettled: dict[str, tuple[KeyAsk, int | None, float | None]] = {}
         """Calls Redis granted whose settlement could not reach it, to settle on its return."""
@@ -97,23 +110,23 @@ class FallbackKeyLedger(SharedOrLocal):
             self._mirror(ask, spend)
         return reserved
 
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
         """See ``KeyLedger.settle``: where the call was granted (memory, or Redis)."""
         call = self._calls.get(ask.ticket)
         if call is not None:
             call.running = False
             call.tokens = call.tokens if tokens is None else tokens
             call.usd = call.usd if usd is None else usd
-            await self.local.settle(ask, tokens, usd)
-            return
+            return await self.local.settle(ask, tokens, usd)
         if ask.tpm is not None or ask.max_concurrency is not None or ask.ticket in self._held_here:
             self._held_here.discard(ask.ticket)
             await self.local.settle(ask, tokens, None)
         spend = await self._try(lambda: self.shared.settle_reporting(ask, tokens, usd))
         if spend is None:  # Redis is away: it learns the call's real figures when it returns
             self._unsettled[ask.ticket] = (ask, tokens, usd)
-        elif spend:
-            self._known[ask.key] = spend
+            return {}
+        self._remember(spend)
+        return spend
 
     async def aclose(self) -> None:
         """Stop the heartbeat; close Redis's connections."""
@@ -124,8 +137,17 @@ class FallbackKeyLedger(SharedOrLocal):
         """Keep a shared grant in memory: the replica's own use, and the key's spend."""
         if ask.rpm is not None or ask.tpm is not None or ask.max_concurrency is not None:
             self.local.mirror(ask)
-        if ask.daily is not None or ask.monthly is not None:
-            self._known[ask.key] = spend
+        if ask.budgets:
+            self._remember(spend)
+
+    def _remember(self, spend: Spend) -> None:
+        """Keep counters as Redis reported them; on a new day, forget past periods'."""
+        day = int(self.clock.wall() // SECONDS_A_DAY)
+        if day != self._known_day:
+            self._known_day = day
+            current = {period_name(p, self.clock.wall()) for p in BUDGET_LIMITS}
+            self._known = {n: v for n, v in self._known.items() if n.rpartition(":")[2] in current}
+        self._known.update(spend)
 
     def _recovering(self, ask: KeyAsk) -> bool:
         """True in the window after an outage, for a key with a window or slots."""
@@ -140,10 +162,10 @@ class FallbackKeyLedger(SharedOrLocal):
 
         Budgets are left to Redis: every replica replays its outage spend as it reconnects.
         """
-        windows = dataclasses.replace(self._cut(ask), usd=0.0, daily=None, monthly=None)
+        windows = dataclasses.replace(self._cut(ask), usd=0.0, budgets=())
         local = await self.local.reserve(windows)
         if isinstance(local, KeyRefusal):
-            return dataclasses.replace(local, cap=_cap_of(ask, local.limit))
+            return dataclasses.replace(local, cap=_cap_of(ask, local))
         answer = await self._try(lambda: self.shared.reserve_reporting(ask))
         if answer is None:
             await self.local.release(windows)
@@ -154,48 +176,51 @@ class FallbackKeyLedger(SharedOrLocal):
             return reserved
         self._held_here.add(ask.ticket)
         if spend is not None:
-            self._known[ask.key] = spend
+            self._remember(spend)
         return reserved
 
     async def _reserve_locally(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """Reserve ``ask`` on this replica's share; refusals name the key's own limit."""
-        if ask.key not in self._seeded:
-            self._seed(ask)
+        self._seed(ask)
         reserved = await self.local.reserve(self._cut(ask))
         if isinstance(reserved, KeyRefusal):
-            return dataclasses.replace(reserved, cap=_cap_of(ask, reserved.limit))
+            return dataclasses.replace(reserved, cap=_cap_of(ask, reserved))
         self.local_grants += 1
         wall = self.clock.wall()
-        day, month = periods(wall)
+        names = tuple(c.name for c in counters(ask, wall))
         tokens = ask.tokens if ask.tpm is None else min(ask.tokens, ask.tpm)
-        self._calls[ask.ticket] = LocalCall(ask, wall, day, month, tokens, ask.usd)
+        self._calls[ask.ticket] = LocalCall(ask, wall, names, tokens, ask.usd)
         return reserved
 
     def _seed(self, ask: KeyAsk) -> None:
-        """At a key's first local call of an outage: its spend as Redis last said, and the
-        budget caps of this replica's share of what was left."""
-        self._seeded.add(ask.key)
-        day, month = periods(self.clock.wall())
-        known = {p: v for p, v in self._known.get(ask.key, {}).items() if p in (day, month)}
-        self.local.seed_spend(ask.key, known)
+        """At a counter's first local call of an outage: its spend as Redis last said, and
+        the budget cap of this replica's share of what was left."""
         share = self.share
-        caps = []
-        for cap, period in ((ask.daily, day), (ask.monthly, month)):
-            spent = self.local.spent(ask.key, period)
-            caps.append(None if cap is None else spent + share * max(cap - spent, 0.0))
-        self._caps[ask.key] = (caps[0], caps[1])
+        for counter in counters(ask, self.clock.wall()):
+            name = counter.name
+            if name in self._seeded:
+                continue
+            self._seeded.add(name)
+            if name in self._known:
+                self.local.seed_spend({name: self._known[name]})
+            if counter.cap is not None:
+                spent = self.local.spend([name])[name]
+                self._caps[name] = spent + share * max(counter.cap.usd - spent, 0.0)
 
     def _cut(self, ask: KeyAsk) -> KeyAsk:
         """``ask`` with its limits cut to this replica's share (at least one of each)."""
         share = self.share
-        daily, monthly = self._caps.get(ask.key, (ask.daily, ask.monthly))
+        budgets = tuple(
+            BudgetCap(c.cap.owner, c.cap.period, self._caps.get(c.name, c.cap.usd))
+            for c in counters(ask, self.clock.wall())
+            if c.cap is not None
+        )
         return dataclasses.replace(
             ask,
             rpm=_part(ask.rpm, share),
             tpm=_part(ask.tpm, share),
             max_concurrency=_part(ask.max_concurrency, share),
-            daily=daily if ask.daily is not None else None,
-            monthly=monthly if ask.monthly is not None else None,
+            budgets=budgets,
         )
 
     async def _heartbeat(self, ttl: float) -> int:
@@ -249,15 +274,14 @@ def _part(limit: int | None, share: float) -> int | None:
     return None if limit is None else max(math.floor(limit * share), 1)
 
 
-def _cap_of(ask: KeyAsk, limit: str) -> float:
-    """The key's own figure for ``limit``: a refusal names the limit the caller knows."""
-    caps = {
-        "rpm": ask.rpm,
-        "tpm": ask.tpm,
-        "max_concurrency": ask.max_concurrency,
-        "daily_budget": ask.daily,
-        "monthly_budget": ask.monthly,
-    }
-    cap = caps[limit]
-    assert cap is not None
-    return float(cap)
+def _cap_of(ask: KeyAsk, refusal: KeyRefusal) -> float:
+    """The key's own figure for the limit that refused: the caller knows that one."""
+    limit = refusal.limit
+    caps = {"rpm": ask.rpm, "tpm": ask.tpm, "max_concurrency": ask.max_concurrency}
+    if limit in caps:
+        cap = caps[limit]
+        assert cap is not None
+        return float(cap)
+    owner = key_owner(ask.key) if refusal.team is None else team_owner(refusal.team)
+    budget = next(b for b in ask.budgets if b.owner == owner and BUDGET_LIMITS[b.period] == limit)
+    return budget.usd

@@ -6,7 +6,10 @@ instead when any of the key's limits would be passed. Settling the call
 puts its real tokens and cost in place of the estimates (``None`` keeps the
 estimate: an unknown cost is never counted as zero) and frees its slot.
 
-Spend is counted per budget period (``laneway.policy.budget``). Times are
+Spend is counted in *counters*, one per owner (a key, or a team for its keys
+together) and budget period instance (``laneway.policy.budget``): a keyed
+call always adds its cost to its key's UTC day and month, and to the period
+of each budget it is under (the key's week or total, its team's). Times are
 wall-clock seconds: replicas share that timeline, and budget periods are
 calendar periods. ``laneway.state.keys.memory`` keeps one process's figures;
 ``laneway.state.keys.redis_ledger`` shares them through Redis.
@@ -15,7 +18,10 @@ calendar periods. ``laneway.state.keys.memory`` keeps one process's figures;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
+
+from laneway.policy.budget import SECONDS_A_DAY, BudgetCap, period_name
 
 SLOT_LEASE = 900.0
 """Seconds a concurrency slot is held when its call is never settled (a replica died)."""
@@ -39,8 +45,9 @@ class KeyAsk:
     tpm: int | None = None
     window: float = 60.0
     max_concurrency: int | None = None
-    daily: float | None = None
-    monthly: float | None = None
+    budgets: tuple[BudgetCap, ...] = ()
+    """The caps the call is held to: the key's own (owner ``key_owner(key)``) and its
+    team's (``team_owner(team)``), checked in this order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +55,13 @@ class KeyRefusal:
     """The limit that refused a call, its value, and the seconds until it may fit."""
 
     limit: str
-    """``max_concurrency``, ``rpm``, ``tpm``, ``daily_budget`` or ``monthly_budget``."""
+    """``max_concurrency``, ``rpm``, ``tpm``, or a budget's (``BUDGET_LIMITS``)."""
     cap: float
     seconds: float
     spent: float | None = None
     """USD counted in the budget's period (reservations included), for budget refusals."""
+    team: str | None = None
+    """The team whose budget refused the call (``None``: the key's own limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +80,65 @@ class KeyGrant:
 
 
 Spend = dict[str, float]
-"""USD counted for a key per period, by period name (a UTC day or month)."""
+"""USD counted, by counter name (``key:<key>:<period name>``, ``team:<team>:<period name>``)."""
+
+BUDGET_LIMITS = {
+    "day": "daily_budget",
+    "week": "weekly_budget",
+    "month": "monthly_budget",
+    "total": "total_budget",
+}
+"""The limit a budget of each period is named as in refusals."""
+
+ALWAYS_COUNTED = ("day", "month")
+"""Periods every keyed call's cost is counted in for its key, budget or not."""
+
+
+def key_owner(key: str) -> str:
+    """The budget owner a key's own budgets name."""
+    return f"key:{key}"
+
+
+def team_owner(team: str) -> str:
+    """The budget owner a team's budget (shared by its keys) names."""
+    return f"team:{team}"
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """One spend counter a call adds its cost to, and the budget that caps it, if any."""
+
+    name: str
+    period: str
+    cap: BudgetCap | None
+
+
+def counters(ask: KeyAsk, wall: float) -> tuple[Counter, ...]:
+    """The counters a call of ``ask`` made at ``wall`` adds its cost to, capped ones in the
+    order of ``ask.budgets``."""
+    return _counters(ask.key, ask.budgets, int(wall // SECONDS_A_DAY))
+
+
+@lru_cache(maxsize=1024)
+def _counters(key: str, budgets: tuple[BudgetCap, ...], day: int) -> tuple[Counter, ...]:
+    """``counters`` for a day (every period instance is one for a whole UTC day): a keyed
+    call asks on every reservation, and the names are built once a day per key."""
+    wall = day * SECONDS_A_DAY
+    own = key_owner(key)
+    found: dict[str, Counter] = {}
+    for budget in budgets:
+        name = f"{budget.owner}:{period_name(budget.period, wall)}"
+        found.setdefault(name, Counter(name, budget.period, budget))
+    for period in ALWAYS_COUNTED:
+        name = f"{own}:{period_name(period, wall)}"
+        found.setdefault(name, Counter(name, period, None))
+    return tuple(found.values())
+
+
+def refusal_of(over: BudgetCap, spent: float, seconds: float) -> KeyRefusal:
+    """The refusal of a call that would pass ``over`` (``spent`` counted in its period)."""
+    team = over.owner.removeprefix("team:") if over.owner.startswith("team:") else None
+    return KeyRefusal(BUDGET_LIMITS[over.period], over.usd, seconds, spent, team)
 
 
 @dataclass(slots=True)
@@ -84,8 +151,8 @@ class LocalCall:
 
     ask: KeyAsk
     at: float
-    day: str
-    month: str
+    counters: tuple[str, ...]
+    """The names of the spend counters the call was counted in (``Counter.name``)."""
     tokens: int
     usd: float
     running: bool = True
@@ -99,8 +166,12 @@ class KeyLedger(Protocol):
         limit refused it."""
         ...
 
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
-        """End a reserved call: its real tokens and cost (``None`` keeps the estimate)."""
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
+        """End a reserved call: its real tokens and cost (``None`` keeps the estimate).
+
+        Returns the call's counters as settling left them (empty: it held none, or the
+        figures are not known here), for budget alerts.
+        """
         ...
 
     async def aclose(self) -> None:

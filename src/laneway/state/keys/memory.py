@@ -8,40 +8,30 @@ anything, so each is atomic under asyncio.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from laneway.core.clock import TimeSource
-from laneway.policy.budget import BudgetCap, over_budget, periods
+from laneway.policy.budget import PERIODS, SECONDS_A_DAY, over_budget, period_name
 from laneway.state.keys.ledger import (
     CONCURRENCY_WAIT,
     PRUNE_RUNNING_AT,
     SLOT_LEASE,
+    Counter,
     KeyAsk,
     KeyGrant,
     KeyRefusal,
+    Spend,
+    counters,
+    key_owner,
+    refusal_of,
 )
 from laneway.state.window import Entry, SlidingWindow
 
 
-def _budget_refusal(
-    ask: KeyAsk, spent_day: float, spent_month: float, wall: float
-) -> KeyRefusal | None:
-    """The budget ``ask`` would pass, if any: spend so far plus its estimate above a cap."""
-    if ask.daily is None and ask.monthly is None:
-        return None
-    budgets, spent = [], []
-    if ask.daily is not None:
-        budgets.append(BudgetCap(ask.key, "day", ask.daily))
-        spent.append(spent_day)
-    if ask.monthly is not None:
-        budgets.append(BudgetCap(ask.key, "month", ask.monthly))
-        spent.append(spent_month)
-    over = over_budget(budgets, spent, ask.usd, wall)
-    if over is None:
-        return None
-    limit = "daily_budget" if over.budget.period == "day" else "monthly_budget"
-    return KeyRefusal(limit, over.budget.usd, over.seconds, over.spent)
+def _current(wall: float) -> frozenset[str]:
+    """The period names current at ``wall``: a counter named otherwise is of a past period."""
+    return frozenset(period_name(period, wall) for period in PERIODS)
 
 
 @dataclass(slots=True)
@@ -51,8 +41,8 @@ class _KeyState:
     times: Timestamps = field(default_factory=lambda: Timestamps())
     """When each request of a key with an ``rpm`` and no ``tpm`` was made, oldest first."""
     running: dict[str, float] = field(default_factory=dict)
-    spent: dict[str, float] = field(default_factory=dict)
-    held: dict[str, tuple[float, str, str]] = field(default_factory=dict)
+    held: dict[str, tuple[float, tuple[str, ...]]] = field(default_factory=dict)
+    """Each running call's reserved USD and the counters it is counted in."""
 
 
 class MemoryKeyLedger:
@@ -61,49 +51,55 @@ class MemoryKeyLedger:
     def __init__(self, clock: TimeSource) -> None:
         self.clock = clock
         self._keys: dict[str, _KeyState] = {}
+        self._spent: Spend = {}
+        """USD by counter name: keys' and teams' (a team's is its keys' together)."""
+        self._day = -1
+        """The day number the counters were last pruned on."""
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
         wall = self.clock.wall()
         state = self._keys.setdefault(ask.key, _KeyState())
-        day, month = periods(wall)
-        # Pruned only when something can be stale (a new day; slots enough to matter):
-        # rebuilding both dicts on every call cost more than the rest of the reservation.
-        if len(state.spent) > 2:
-            state.spent = {p: v for p, v in state.spent.items() if p in (day, month)}
         if len(state.running) >= (ask.max_concurrency or PRUNE_RUNNING_AT):
             state.running = {t: until for t, until in state.running.items() if until > wall}
         if ask.max_concurrency is not None and len(state.running) >= ask.max_concurrency:
             return KeyRefusal("max_concurrency", ask.max_concurrency, CONCURRENCY_WAIT)
         refusal = self._window_refusal(state, ask, wall)
-        if refusal is None:
-            refusal = _budget_refusal(
-                ask, state.spent.get(day, 0.0), state.spent.get(month, 0.0), wall
-            )
-            if refusal is not None:
-                self._unreserve(state, ask)
         if refusal is not None:
             return refusal
+        found = self._counted(ask, wall)
+        if ask.budgets:
+            capped = [c for c in found if c.cap is not None]
+            spent = [self._spent.get(c.name, 0.0) for c in capped]
+            caps = [c.cap for c in capped if c.cap is not None]
+            over = over_budget(caps, spent, ask.usd, wall)
+            if over is not None:
+                self._unreserve(state, ask)
+                return refusal_of(over.budget, over.spent, over.seconds)
+        names = tuple(c.name for c in found)
         state.running[ask.ticket] = wall + SLOT_LEASE
-        state.held[ask.ticket] = (ask.usd, day, month)
-        for period in (day, month):
-            state.spent[period] = state.spent.get(period, 0.0) + ask.usd
+        state.held[ask.ticket] = (ask.usd, names)
+        for name in names:
+            self._spent[name] = self._spent.get(name, 0.0) + ask.usd
         return _grant(state, ask, wall)
 
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
         """See ``KeyLedger.settle``."""
         state = self._keys.get(ask.key)
         if state is None:
-            return
+            return {}
         if tokens is not None:
             state.window.settle(ask.ticket, tokens)
         state.running.pop(ask.ticket, None)
         held = state.held.pop(ask.ticket, None)
-        if held is not None and usd is not None:
-            reserved, day, month = held
-            for period in (day, month):
-                if period in state.spent:
-                    state.spent[period] += usd - reserved
+        if held is None:
+            return {}
+        reserved, names = held
+        spent = self._spent
+        for name in names:
+            if usd is not None and name in spent:
+                spent[name] += usd - reserved
+        return {name: spent[name] for name in names if name in spent}
 
     async def aclose(self) -> None:
         """Nothing to release."""
@@ -141,22 +137,32 @@ class MemoryKeyLedger:
         state.running.pop(ask.ticket, None)
         held = state.held.pop(ask.ticket, None)
         if held is not None:
-            reserved, day, month = held
-            for period in (day, month):
-                if period in state.spent:
-                    state.spent[period] -= reserved
+            reserved, names = held
+            for name in names:
+                if name in self._spent:
+                    self._spent[name] -= reserved
 
-    def seed_spend(self, key: str, spent: Mapping[str, float]) -> None:
-        """Start ``key``'s spend per period (day or month name) from figures known elsewhere."""
-        state = self._keys.get(key)
-        if state is None:
-            state = self._keys[key] = _KeyState()
-        state.spent.update(spent)
+    def seed_spend(self, spent: Mapping[str, float]) -> None:
+        """Start counters from figures known elsewhere (by counter name)."""
+        self._spent.update(spent)
 
     def spent(self, key: str, period: str) -> float:
-        """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
-        state = self._keys.get(key)
-        return 0.0 if state is None else state.spent.get(period, 0.0)
+        """USD counted for ``key`` in ``period`` (a period name: ``2026-12``), reservations
+        included."""
+        return self._spent.get(f"{key_owner(key)}:{period}", 0.0)
+
+    def spend(self, names: Iterable[str]) -> Spend:
+        """USD counted in each of the counters ``names`` (0 for one never counted)."""
+        return {name: self._spent.get(name, 0.0) for name in names}
+
+    def _counted(self, ask: KeyAsk, wall: float) -> tuple[Counter, ...]:
+        """``ask``'s counters; on a new day, first drop the counters of periods that ended."""
+        day = int(wall // SECONDS_A_DAY)
+        if day != self._day:
+            self._day = day
+            current = _current(wall)
+            self._spent = {n: v for n, v in self._spent.items() if n.rpartition(":")[2] in current}
+        return counters(ask, wall)
 
     def _window_refusal(self, state: _KeyState, ask: KeyAsk, wall: float) -> KeyRefusal | None:
         if ask.tpm is None:

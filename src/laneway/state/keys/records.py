@@ -12,11 +12,13 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from laneway.policy import budget as budget_rules
+
 SECRET_PREFIX = "sk-lw-"
 VISIBLE = 10
 """Characters of a secret kept for display (``sk-lw-AbCd``): too few to guess the rest."""
-PERIODS = ("day", "month")
-"""Budget periods the key ledger counts (UTC calendar day and month)."""
+PERIODS = budget_rules.PERIODS
+"""Budget periods a stored key or team may name (``laneway.policy.budget.PERIODS``)."""
 
 
 def new_secret() -> str:

@@ -2,26 +2,31 @@
 
 Concurrent calls share pipelines (``ScriptBatch``), each awaiting its own answer.
 
-Per key (hash-tagged by its name, so a key's figures share a cluster slot):
+Per key, under ``<prefix>:key:{<key>}`` (hash-tagged by its name, so a key's
+figures share a cluster slot):
 ``q`` and ``t`` the request/token window (``laneway.state.window_lua``'s layout),
 ``run`` a sorted set of running tickets scored by their lease's end,
-``held`` a hash of ticket -> ``"<usd> <day key> <month key>"``, and one
-float of USD per budget period, ``spend:<day>`` and ``spend:<month>``,
-expiring on their own after the period; ``replayed`` maps the tickets of
-calls replayed after an outage to the USD applied for each. The scripts
-follow ``MemoryKeyLedger`` step for step. Errors are not handled here:
-``laneway.state.keys.fallback`` decides what an unreachable Redis means.
+``held`` a hash of ticket -> ``"<usd> <spend key> ..."`` (the counters the
+call is counted in), and one float of USD per counter, ``spend:<period
+name>``, expiring on its own after its period (a ``total`` never does); a
+team's counters are ``<prefix>:team:{<team>}:spend:<period name>``. A call
+of a key with a team budget touches both tags in one script: laneway talks
+to one Redis (not a cluster), where that is atomic.
+``replayed`` maps the tickets of calls replayed after an outage to the USD
+applied for each. The scripts follow ``MemoryKeyLedger`` step for step.
+Errors are not handled here: ``laneway.state.keys.fallback`` decides what an
+unreachable Redis means.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
 
 from laneway.core.clock import TimeSource
-from laneway.policy.budget import period_resets, periods
+from laneway.policy.budget import period_left
 from laneway.state.batching import ScriptBatch
 from laneway.state.keys.ledger import (
     CONCURRENCY_WAIT,
@@ -31,26 +36,29 @@ from laneway.state.keys.ledger import (
     KeyRefusal,
     LocalCall,
     Spend,
+    counters,
+    key_owner,
+    refusal_of,
 )
 from laneway.state.redis_client import fast_failing_client, heartbeat
 from laneway.state.window_lua import WINDOW_FUNCTIONS
 
-DAY_TTL_MS = 2 * 86_400_000
-MONTH_TTL_MS = 32 * 86_400_000
+TTL_MS = {"day": 2 * 86_400_000, "week": 9 * 86_400_000, "month": 32 * 86_400_000}
+"""How long a counter of each period outlives its first call; a ``total``'s is kept."""
 
 RESERVE = (
     WINDOW_FUNCTIONS
     + """
--- KEYS: q, t, run, held, day spend, month spend.
--- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd,
---       daily cap, monthly cap, day ttl, month ttl (caps and limits: 0 = none).
--- Returns the refusing limit and its figure, or '' and then the window's requests,
--- tokens and seconds until its oldest reservation leaves it, and the day's and
--- month's spend (this reservation included).
+-- KEYS: q, t, run, held, then one spend counter per budget period the call counts in.
+-- ARGV: now, ticket, tokens, rpm, tpm, window, max concurrency, lease, usd, then per
+--       counter its cap and its ttl in ms (limits, caps and ttls: 0 = none).
+-- Returns the refusing limit and its figure ('budget', the counter's number and its
+-- spend for a budget), or '' and then the window's requests, tokens and seconds
+-- until its oldest reservation leaves it, and each counter's spend (this call included).
 local now, ticket, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local rpm, tpm, window = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local most, lease, usd = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local daily, monthly = tonumber(ARGV[10]), tonumber(ARGV[11])
+local counted = #KEYS - 4
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', num(now))
 if most > 0 and redis.call('ZCARD', KEYS[3]) >= most then return {'max_concurrency', '0'} end
 if rpm > 0 or tpm > 0 then
@@ -61,31 +69,40 @@ if rpm > 0 or tpm > 0 then
   local by_tpm = tpm_wait(KEYS[1], KEYS[2], tokens, tpm, window, now)
   if by_tpm > 0 then return {'tpm', num(by_tpm)} end
 end
-local day = tonumber(redis.call('GET', KEYS[5]) or '0')
-local month = tonumber(redis.call('GET', KEYS[6]) or '0')
-if daily > 0 and day + usd > daily then return {'daily_budget', num(day)} end
-if monthly > 0 and month + usd > monthly then return {'monthly_budget', num(month)} end
+for i = 1, counted do
+  local cap = tonumber(ARGV[8 + 2 * i])
+  if cap > 0 then
+    local spent = tonumber(redis.call('GET', KEYS[4 + i]) or '0')
+    if spent + usd > cap then return {'budget', num(spent), tostring(i)} end
+  end
+end
 if rpm > 0 or tpm > 0 then add(KEYS[1], KEYS[2], ticket, now, tokens, window) end
 redis.call('ZADD', KEYS[3], num(now + lease), ticket)
 redis.call('PEXPIRE', KEYS[3], math.ceil(lease * 1000))
-redis.call('HSET', KEYS[4], ticket, num(usd) .. ' ' .. KEYS[5] .. ' ' .. KEYS[6])
+redis.call('HSET', KEYS[4], ticket, num(usd) .. ' ' .. table.concat(KEYS, ' ', 5))
 redis.call('PEXPIRE', KEYS[4], math.ceil(lease * 1000))
-day = redis.call('INCRBYFLOAT', KEYS[5], num(usd))
-redis.call('PEXPIRE', KEYS[5], ARGV[12])
-month = redis.call('INCRBYFLOAT', KEYS[6], num(usd))
-redis.call('PEXPIRE', KEYS[6], ARGV[13])
-if rpm <= 0 and tpm <= 0 then return {'', '0', 0, 0, '0', day, month} end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local frees = math.max(tonumber(oldest[2]) + window - now, 0)
-local held = tonumber(redis.call('HGET', KEYS[2], '=sum') or '0')
-return {'', '0', redis.call('ZCARD', KEYS[1]), held, num(frees), day, month}
+local spend = {}
+for i = 1, counted do
+  spend[i] = redis.call('INCRBYFLOAT', KEYS[4 + i], num(usd))
+  local ttl = tonumber(ARGV[9 + 2 * i])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[4 + i], ttl) end
+end
+local answer = {'', '0', 0, 0, '0'}
+if rpm > 0 or tpm > 0 then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local frees = math.max(tonumber(oldest[2]) + window - now, 0)
+  local held = tonumber(redis.call('HGET', KEYS[2], '=sum') or '0')
+  answer = {'', '0', redis.call('ZCARD', KEYS[1]), held, num(frees)}
+end
+for i = 1, counted do answer[5 + i] = spend[i] end
+return answer
 """
 )
 
 SETTLE = """
 -- KEYS: t, run, held. ARGV: ticket, tokens (-1 keeps), usd ('' keeps).
--- Returns the day's and month's spend keys, each followed by its spend after settling
--- ({} when the ticket held none).
+-- Returns the spend keys the call was counted in, each followed by its spend after
+-- settling ({} when the ticket held none).
 local ticket, tokens = ARGV[1], tonumber(ARGV[2])
 if tokens >= 0 then
   local old = redis.call('HGET', KEYS[1], ticket)
@@ -96,26 +113,30 @@ if tokens >= 0 then
 end
 redis.call('ZREM', KEYS[2], ticket)
 local held = redis.call('HGET', KEYS[3], ticket)
-if held then
-  redis.call('HDEL', KEYS[3], ticket)
-  if ARGV[3] ~= '' then
-    local reserved, day, month = string.match(held, '^(%S+) (%S+) (%S+)$')
-    local change = string.format('%.9f', tonumber(ARGV[3]) - tonumber(reserved))
-    if redis.call('EXISTS', day) == 1 then redis.call('INCRBYFLOAT', day, change) end
-    if redis.call('EXISTS', month) == 1 then redis.call('INCRBYFLOAT', month, change) end
-    return {day, redis.call('GET', day) or '0', month, redis.call('GET', month) or '0'}
+if not held then return {} end
+redis.call('HDEL', KEYS[3], ticket)
+local reserved, change = nil, nil
+local answer = {}
+for word in string.gmatch(held, '%S+') do
+  if not reserved then
+    reserved = tonumber(word)
+    if ARGV[3] ~= '' then change = string.format('%.9f', tonumber(ARGV[3]) - reserved) end
+  elseif redis.call('EXISTS', word) == 1 then
+    if change then redis.call('INCRBYFLOAT', word, change) end
+    answer[#answer + 1] = word
+    answer[#answer + 1] = redis.call('GET', word)
   end
 end
-return {}
+return answer
 """
 
 REPLAY = (
     WINDOW_FUNCTIONS
     + """
 -- One call a replica counted on its own while Redis was away, applied once.
--- KEYS: q, t, run, held, replayed, day spend, month spend.
+-- KEYS: q, t, run, held, replayed, then the spend counters it was counted in.
 -- ARGV: ticket, at, tokens, window (0: the key has none), usd, slot lease end (0: ended),
---       now, day ttl, month ttl.
+--       now, replayed ttl, then each counter's ttl in ms (0: kept).
 -- ``replayed`` maps each replayed ticket to the USD applied for it, so replaying again
 -- (a replay cut midway, or a call settled since) applies only the difference.
 local ticket, at, tokens = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -128,17 +149,18 @@ if window > 0 then
   if at > now - window then add(KEYS[1], KEYS[2], ticket, at, tokens, window) end
 end
 if tonumber(change) ~= 0 or not applied then
-  redis.call('INCRBYFLOAT', KEYS[6], change)
-  redis.call('PEXPIRE', KEYS[6], ARGV[8])
-  redis.call('INCRBYFLOAT', KEYS[7], change)
-  redis.call('PEXPIRE', KEYS[7], ARGV[9])
+  for i = 6, #KEYS do
+    redis.call('INCRBYFLOAT', KEYS[i], change)
+    local ttl = tonumber(ARGV[3 + i])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
 end
 redis.call('HSET', KEYS[5], ticket, usd)
 redis.call('PEXPIRE', KEYS[5], ARGV[8])
 if lease_end > now then
   redis.call('ZADD', KEYS[3], num(lease_end), ticket)
   redis.call('PEXPIRE', KEYS[3], math.ceil((lease_end - now) * 1000))
-  redis.call('HSET', KEYS[4], ticket, usd .. ' ' .. KEYS[6] .. ' ' .. KEYS[7])
+  redis.call('HSET', KEYS[4], ticket, usd .. ' ' .. table.concat(KEYS, ' ', 6))
   redis.call('PEXPIRE', KEYS[4], math.ceil((lease_end - now) * 1000))
 else
   redis.call('ZREM', KEYS[3], ticket)
@@ -173,10 +195,10 @@ class RedisKeyLedger:
         return (await self.reserve_reporting(ask))[0]
 
     async def reserve_reporting(self, ask: KeyAsk) -> tuple[KeyRefusal | KeyGrant, Spend | None]:
-        """``reserve``, and on a grant the key's spend Redis now counts (same round trip)."""
+        """``reserve``, and on a grant the counters' spend Redis now counts (same round trip)."""
         wall = self.clock.wall()
-        day, month = periods(wall)
-        keys = [*self._keys(ask.key, "q", "t", "run", "held"), *self._spend(ask.key, day, month)]
+        found = counters(ask, wall)
+        keys = [*self._figures(ask, "q", "t", "run", "held")]
         args: list[Any] = [
             repr(wall),
             ask.ticket,
@@ -187,33 +209,37 @@ class RedisKeyLedger:
             ask.max_concurrency or 0,
             repr(SLOT_LEASE),
             repr(ask.usd),
-            repr(ask.daily or 0.0),
-            repr(ask.monthly or 0.0),
-            DAY_TTL_MS,
-            MONTH_TTL_MS,
         ]
+        for counter in found:
+            keys.append(self._spend_key(counter.name))
+            args += [repr(counter.cap.usd) if counter.cap else 0, TTL_MS.get(counter.period, 0)]
         limit, figure, *window = await self._batch.run(self._reserve, keys, args)
         if not limit:
-            requests, tokens, frees_in, spent_day, spent_month = window
-            spend = {day: float(spent_day), month: float(spent_month)}
+            requests, tokens, frees_in, *spent = window
+            spend = {c.name: float(s) for c, s in zip(found, spent, strict=True)}
             return KeyGrant(int(requests), int(tokens), float(frees_in)), spend
-        return _refusal(ask, limit, float(figure), wall), None
+        if limit == "budget":
+            cap = found[int(window[0]) - 1].cap
+            assert cap is not None
+            return refusal_of(cap, float(figure), period_left(cap.period, wall)), None
+        return _refusal(ask, limit, float(figure)), None
 
-    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> None:
+    async def settle(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
         """See ``KeyLedger.settle``."""
-        await self.settle_reporting(ask, tokens, usd)
+        return await self.settle_reporting(ask, tokens, usd)
 
     async def settle_reporting(self, ask: KeyAsk, tokens: int | None, usd: float | None) -> Spend:
-        """``settle``, and the key's spend Redis counts after it (empty: the call held none)."""
+        """``settle``, and the call's counters as Redis counts them after it (empty: the call
+        held none)."""
         args: list[str | int] = [
             ask.ticket,
             -1 if tokens is None else tokens,
             "" if usd is None else repr(usd),
         ]
-        keys = self._keys(ask.key, "t", "run", "held")
+        keys = self._figures(ask, "t", "run", "held")
         spent = await self._batch.run(self._settle, keys, args)
         pairs = zip(spent[::2], spent[1::2], strict=True)
-        return {name.rpartition(":spend:")[2]: float(value) for name, value in pairs}
+        return {self._counter_name(key): float(value) for key, value in pairs}
 
     async def replay(self, calls: Sequence[LocalCall]) -> None:
         """Apply calls counted in a replica's memory while Redis was away, in one pipeline.
@@ -225,9 +251,10 @@ class RedisKeyLedger:
         async with self.client.pipeline(transaction=False) as pipe:
             for call in calls:
                 ask = call.ask
+                periods = {c.name: c.period for c in counters(ask, call.at)}
                 keys = [
-                    *self._keys(ask.key, "q", "t", "run", "held", "replayed"),
-                    *self._spend(ask.key, call.day, call.month),
+                    *self._figures(ask, "q", "t", "run", "held", "replayed"),
+                    *(self._spend_key(name) for name in call.counters),
                 ]
                 windowed = ask.rpm is not None or ask.tpm is not None
                 args: list[Any] = [
@@ -238,8 +265,8 @@ class RedisKeyLedger:
                     f"{call.usd:.9f}",
                     repr(call.at + SLOT_LEASE) if call.running else 0,
                     repr(now),
-                    DAY_TTL_MS,
-                    MONTH_TTL_MS,
+                    TTL_MS["month"],
+                    *(TTL_MS.get(periods.get(name, "month"), 0) for name in call.counters),
                 ]
                 await self._replay(keys=keys, args=args, client=pipe)
             await pipe.execute()
@@ -249,33 +276,46 @@ class RedisKeyLedger:
         return await heartbeat(self.client, f"{self.prefix}:key-replicas", replica, self.clock, ttl)
 
     async def spent(self, key: str, period: str) -> float:
-        """USD counted for ``key`` in ``period`` (a day or a month name), reservations included."""
-        value = await self.client.get(self._keys(key, f"spend:{period}")[0])
+        """USD counted for ``key`` in ``period`` (a period name: ``2026-12``), reservations
+        included."""
+        value = await self.client.get(self._spend_key(f"{key_owner(key)}:{period}"))
         return float(value or 0.0)
+
+    async def spend(self, names: Iterable[str]) -> Spend:
+        """USD counted in each of the counters ``names`` (``Counter.name``; 0 if never counted)."""
+        wanted = list(names)
+        if not wanted:
+            return {}
+        values = await self.client.mget([self._spend_key(name) for name in wanted])
+        return {name: float(v or 0.0) for name, v in zip(wanted, values, strict=True)}
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.client.aclose()
 
-    def _keys(self, key: str, *kinds: str) -> list[str]:
-        return [f"{self.prefix}:key:{{{key}}}:{kind}" for kind in kinds]
+    def _figures(self, ask: KeyAsk, *kinds: str) -> list[str]:
+        """The Redis keys of ``ask``'s key's figures."""
+        return [f"{self.prefix}:key:{{{ask.key}}}:{kind}" for kind in kinds]
 
-    def _spend(self, key: str, day: str, month: str) -> list[str]:
-        return self._keys(key, f"spend:{day}", f"spend:{month}")
+    def _spend_key(self, counter: str) -> str:
+        """The Redis key of the counter named ``counter`` (``Counter.name``): a key's
+        ``key:<key>:<period name>`` is ``<prefix>:key:{<key>}:spend:<period name>``."""
+        owner, _, period = counter.rpartition(":")
+        kind, _, name = owner.partition(":")
+        return f"{self.prefix}:{kind}:{{{name}}}:spend:{period}"
+
+    def _counter_name(self, key: str) -> str:
+        """The counter name of the Redis key ``key`` (``_spend_key`` backwards)."""
+        owner, _, period = key.removeprefix(f"{self.prefix}:").rpartition(":spend:")
+        kind, _, tagged = owner.partition(":")
+        return f"{kind}:{tagged[1:-1]}:{period}"
 
 
-def _refusal(ask: KeyAsk, limit: str, figure: float, wall: float) -> KeyRefusal:
-    """The script's refusal as a ``KeyRefusal``: waits for windows, spend for budgets."""
+def _refusal(ask: KeyAsk, limit: str, figure: float) -> KeyRefusal:
+    """The script's refusal of a window or a slot as a ``KeyRefusal``."""
     if limit == "max_concurrency":
         assert ask.max_concurrency is not None
         return KeyRefusal(limit, ask.max_concurrency, CONCURRENCY_WAIT)
-    if limit in ("rpm", "tpm"):
-        cap = ask.rpm if limit == "rpm" else ask.tpm
-        assert cap is not None
-        return KeyRefusal(limit, cap, figure)
-    to_midnight, to_month = period_resets(wall)
-    if limit == "daily_budget":
-        assert ask.daily is not None
-        return KeyRefusal(limit, ask.daily, to_midnight, figure)
-    assert ask.monthly is not None
-    return KeyRefusal(limit, ask.monthly, to_month, figure)
+    cap = ask.rpm if limit == "rpm" else ask.tpm
+    assert cap is not None
+    return KeyRefusal(limit, cap, figure)

@@ -1,0 +1,107 @@
+"""A key's terms: the limits and budgets the key ledger holds its calls to.
+
+One form for both kinds of key: a key of laneway.yaml (``config_terms``) and
+a stored key, whose budget may be one of its team's too (the team's budget
+is shared by its keys: each call of any of them counts against it). Built
+once per key (at load, or when the store is read), never per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from laneway.config.models import BudgetConfig, KeyConfig
+from laneway.policy.budget import PERIODS, BudgetCap, period_name
+from laneway.state.keys.ledger import BUDGET_LIMITS, KeyRefusal, key_owner
+
+CONFIG_PERIODS = {"day": "daily", "week": "weekly", "month": "monthly", "total": "total"}
+"""The ``budget:`` field of laneway.yaml for each period."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpentBefore:
+    """USD a stored key spent before laneway counted its calls (an imported LiteLLM key's
+    spend so far), and when it came to laneway (``since``, wall time): it counts against
+    each of the key's budgets in the budget period ``since`` falls in, and in no later one."""
+
+    usd: float
+    since: float
+
+    def counted(
+        self, wall: float, periods: tuple[str, ...] = ("day", "month")
+    ) -> tuple[float, ...]:
+        """The USD it adds to the key's spend of each of ``periods`` at ``wall``."""
+        if self.usd <= 0:
+            return tuple(0.0 for _ in periods)
+        return tuple(
+            self.usd if period_name(p, wall) == period_name(p, self.since) else 0.0 for p in periods
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyTerms:
+    """A key's limits (``None``: no such limit) and its budgets, its team's last."""
+
+    name: str
+    rpm: int | None = None
+    tpm: int | None = None
+    max_concurrency: int | None = None
+    budgets: tuple[BudgetCap, ...] = ()
+    team: str | None = None
+    allow_unpriced: bool = False
+
+    @property
+    def limited(self) -> bool:
+        """True when any limit or budget applies to the key's calls."""
+        limits = (self.rpm, self.tpm, self.max_concurrency)
+        return bool(self.budgets) or any(v is not None for v in limits)
+
+    @property
+    def budgeted(self) -> bool:
+        """True when a budget (the key's or its team's) counts the key's spend."""
+        return bool(self.budgets)
+
+    @property
+    def own_budgets(self) -> tuple[BudgetCap, ...]:
+        """The key's own budgets (its team's left out)."""
+        own = key_owner(self.name)
+        return tuple(b for b in self.budgets if b.owner == own)
+
+
+def config_budgets(owner: str, budget: BudgetConfig | None) -> tuple[BudgetCap, ...]:
+    """The caps of a laneway.yaml ``budget:`` block, shortest period first."""
+    if budget is None:
+        return ()
+    caps = ((p, getattr(budget, CONFIG_PERIODS[p])) for p in PERIODS)
+    return tuple(BudgetCap(owner, p, usd) for p, usd in caps if usd is not None)
+
+
+def config_terms(key: KeyConfig) -> KeyTerms:
+    """The terms of a key of laneway.yaml."""
+    return KeyTerms(
+        name=key.name,
+        rpm=key.rpm,
+        tpm=key.tpm,
+        max_concurrency=key.max_concurrency,
+        budgets=config_budgets(key_owner(key.name), key.budget),
+        allow_unpriced=key.allow_unpriced,
+    )
+
+
+def lowered(terms: KeyTerms, carried: Mapping[str, float]) -> tuple[BudgetCap, ...]:
+    """``terms``'s budgets, the key's own lowered by the spend ``carried`` into their period."""
+    own = set(terms.own_budgets)
+    return tuple(
+        replace(b, usd=b.usd - carried.get(b.period, 0.0)) if b in own else b for b in terms.budgets
+    )
+
+
+def raised(refusal: KeyRefusal, carried: Mapping[str, float]) -> KeyRefusal:
+    """A refusal of a lowered cap (``lowered``) as the key's own cap and whole spend."""
+    period = next((p for p, limit in BUDGET_LIMITS.items() if limit == refusal.limit), None)
+    added = 0.0 if period is None else carried.get(period, 0.0)
+    if not added:
+        return refusal
+    spent = None if refusal.spent is None else refusal.spent + added
+    return replace(refusal, cap=refusal.cap + added, spent=spent)
