@@ -1,7 +1,7 @@
 """The pass-through fast path on ``/v1/messages``: an Anthropic caller on an Anthropic source.
 
-The source receives the caller's Messages body with only its ``model``
-rewritten, so what the translation through OpenAI's shape drops reaches it
+The source receives the caller's Messages body as it was sent, only its
+``model`` changed, so what the translation through OpenAI's shape drops reaches it
 (``cache_control`` marks, the exact thinking budget), and the caller gets the
 source's ``message`` as it came (its real ``stop_sequence``). A body the
 translation would change for the source to take it (another source's
@@ -79,7 +79,9 @@ async def test_the_source_gets_the_callers_body_and_the_caller_the_sources_messa
     ).replace(b'"max_tokens":64', b'"max_tokens":  8000')
     answer = await post(gateway(upstream), sent)
     assert answer.status == 200
-    assert upstream.bodies == [sent.replace(b'"model":"claude"', b'"model":"claude-x"')]
+    received = orjson.loads(upstream.bodies[0])
+    assert received == {**orjson.loads(sent), "model": "claude-x"}
+    assert list(received) == list(orjson.loads(sent))  # the caller's order of fields
     assert answer.body == MESSAGE
     assert answer.headers[b"x-laneway-usage"] == b"provider"
 

@@ -135,8 +135,8 @@ class ChatRequest:
     ``headers`` are the caller's headers to forward upstream (``X-Request-Id``,
     ``OpenAI-Organization``...); each adapter sends those its wire format takes.
     They are not part of what is asked, so the response cache ignores them.
-    ``caller_body`` is the gateway caller's body as it came, which a source
-    of the same wire format is sent with only its model rewritten
+    ``caller_body`` is the gateway caller's body as it was sent, which a
+    source of the same wire format may be sent with only its model changed
     (``laneway.core.passthrough``).
     """
 

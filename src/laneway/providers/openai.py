@@ -34,14 +34,8 @@ class OpenAIProvider:
         return None
 
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
-        """The caller's parameters with this source's model (``wire.openai.chat_request``).
-
-        A gateway caller's OpenAI body goes as it came, only its model rewritten
-        (``relayed_request_body``), when nothing else must change.
-        """
-        body = None if stream else chat_request.relayed_request_body(request, self.model)
-        if body is None:
-            body = chat_request.chat_request_body(request, self.model, stream=stream)
+        """The caller's parameters with this source's model (``wire.openai.chat_request``)."""
+        body = chat_request.chat_request_body(request, self.model, stream=stream)
         return HttpRequest("POST", self._chat_url, self._sent(request.headers), body)
 
     def parse_chat(self, response: HttpResponse, wall_now: float) -> ChatResult:

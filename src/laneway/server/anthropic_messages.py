@@ -31,9 +31,9 @@ class AnthropicEncoder(MessagesEventWriter):
         return self.error(status, body)
 
 
-def _read(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
-    """A Messages call; ``body`` goes to an Anthropic source as it came when it may."""
-    request = read_messages(data, forwarded, body)
+def _read(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
+    """A Messages call; its body goes to an Anthropic source as sent when it may."""
+    request = read_messages(data, forwarded)
     stream = data.get("stream") is True
     return InboundChat(request, stream, refusing_malformed(message_body), AnthropicEncoder)
 

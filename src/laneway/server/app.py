@@ -127,8 +127,6 @@ class Exchange:
     """The raw query string (``refresh=2``), read only by the routes that take one."""
     lane: str = ""
     dialect: Dialect = OPENAI_CHAT
-    body: bytes = b""
-    """The request's body as it came (once read), for a source of the caller's wire format."""
 
 
 Handler = Callable[[Exchange], Awaitable[None]]
@@ -424,7 +422,7 @@ class Gateway:
         """One chat call read and answered in ``dialect``'s wire format."""
         ex.dialect = dialect
         caller, data, lane = await self._request(ex)
-        call = dialect.read(data, forwarded_headers(ex.headers, ex.request_id), ex.body)
+        call = dialect.read(data, forwarded_headers(ex.headers, ex.request_id))
         deadline = caller_deadline(ex.headers, self._margin, streaming=call.stream)
         meta = _meta(caller, ex)
         if call.stream:
@@ -628,7 +626,6 @@ class Gateway:
         except BodyTooLarge:
             message = f"the body is larger than server.max_request_bytes ({self._limit} bytes)"
             raise Refused(413, "request_too_large", message) from None
-        ex.body = body
         return json_object(body)
 
     def _lane(self, caller: Caller, data: dict[str, Any], ex: Exchange) -> str:

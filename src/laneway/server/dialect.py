@@ -42,12 +42,8 @@ class InboundChat:
 class Dialect:
     """One chat wire format: its reader and its error shapes."""
 
-    read: Callable[[dict[str, Any], Forwarded, bytes], InboundChat]
-    """Validate a body (its ``model`` already checked) into a call; consumes the parsed body.
-
-    The third argument is the body's bytes, which a source of the same format
-    may be sent as they came (``laneway.core.passthrough``).
-    """
+    read: Callable[[dict[str, Any], Forwarded], InboundChat]
+    """Validate a body (its ``model`` already checked) into a call; consumes the body."""
     error: Callable[[Exception, str], Reply]
     """The error answer for an exception, given the lane named (or ``""``)."""
     crash: Callable[[str, str], Reply]
@@ -66,8 +62,8 @@ def refusing_malformed(write: Callable[[LLMResponse], bytes]) -> Callable[[LLMRe
     return body
 
 
-def _openai_chat(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
-    call = chat_call(data, forwarded, body)
+def _openai_chat(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
+    call = chat_call(data, forwarded)
     include_usage = call.include_usage
     return InboundChat(
         call.request, call.stream, completion_body, lambda: OpenAIEncoder(include_usage)

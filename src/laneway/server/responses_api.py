@@ -26,8 +26,7 @@ class ResponsesEncoder(ResponsesEventWriter):
         return self.error(describe_error(exc, lane)[1])
 
 
-def _read(data: dict[str, Any], forwarded: Forwarded, body: bytes) -> InboundChat:
-    """Translated whatever the sources speak: ``body`` is not passed through."""
+def _read(data: dict[str, Any], forwarded: Forwarded) -> InboundChat:
     call = read_response_request(data, forwarded)
     echo = call.echo
 

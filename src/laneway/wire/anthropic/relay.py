@@ -1,8 +1,9 @@
 """When an Anthropic caller's Messages body may go to an Anthropic source as it came.
 
 The pass-through fast path for ``/v1/messages`` on an ``anthropic`` source:
-the caller's body is sent with only its ``model`` rewritten, so what the
-translation through OpenAI's shape loses (``cache_control`` marks, a thinking
+the caller's body is sent as it was sent (written again by orjson from the
+parsed body), only its ``model`` changed, so what the translation through
+OpenAI's shape loses (``cache_control`` marks, a thinking
 budget's exact size, the order of blocks) reaches the source. A body is sent
 as it came only when it holds nothing the translation would have changed for
 the source to take it: no ``output_config`` (carried as a forced tool), no
@@ -19,10 +20,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import orjson
+
 from laneway.core.passthrough import ANTHROPIC_MESSAGES
 from laneway.core.types import ChatRequest
 from laneway.wire.anthropic.request_writer import MIN_THINKING
-from laneway.wire.splice import with_model
 
 _TOP = frozenset(
     {
@@ -99,8 +101,11 @@ def _blocks_as_sent(message: dict[str, Any]) -> bool:
 
 
 def relayed_messages_body(request: ChatRequest, model: str) -> bytes | None:
-    """The caller's own Messages body with ``model`` as its model; ``None`` to write it afresh."""
+    """The caller's own Messages body with ``model`` as its model; ``None`` to write it afresh.
+
+    Not a stream's: its ``stream`` field is the caller's.
+    """
     caller = request.caller_body
     if caller is None or caller.wire != ANTHROPIC_MESSAGES or not caller.holds(request):
         return None
-    return with_model(caller.body, model)
+    return orjson.dumps({**caller.fields, "model": model})

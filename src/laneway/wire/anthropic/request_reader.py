@@ -62,14 +62,12 @@ _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
-def read_messages(
-    data: dict[str, Any], forwarded: Mapping[str, str], body: bytes | None = None
-) -> ChatRequest:
+def read_messages(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatRequest:
     """Translate a Messages API body into a chat request (``forwarded``: headers to send on).
 
     Whether it asks for a stream is its ``stream`` field, read by the caller.
-    ``body``, the bytes ``data`` was read from, rides along for an Anthropic
-    source when it may go as it came (``wire.anthropic.relay``).
+    ``data`` itself rides along for an Anthropic source when it may go as it
+    was sent (``wire.anthropic.relay``); it is not changed.
     """
     for name in data:
         if name not in _FIELDS:
@@ -84,9 +82,9 @@ def read_messages(
     for index, message in enumerate(raw_messages):
         messages.extend(_message(message, f"messages[{index}]"))
     request = chat_request(messages, _params(data), forwarded)
-    if body is None or not sendable_as_sent(data):
+    if not sendable_as_sent(data):
         return request
-    caller = CallerBody(ANTHROPIC_MESSAGES, body, request.messages, request.params)
+    caller = CallerBody(ANTHROPIC_MESSAGES, data, request.messages, request.params)
     return ChatRequest(request.messages, request.params, request.headers, caller)
 
 

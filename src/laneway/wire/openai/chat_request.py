@@ -10,9 +10,9 @@ definitions) and the nesting depth of the whole body are checked by
 
 Written for a source, the caller's parameters go as they came, with the
 source's model; fields namespaced for native formats (``anthropic``,
-``gemini``) stay behind. When the caller spoke this format too, its body
-goes as it came, only its ``model`` value rewritten in the bytes
-(``relayed_request_body``), unless something must change beyond the model.
+``gemini``) stay behind. That is the caller's body as it was sent, but for
+those fields and the model: orjson writes it again for less than it would
+cost to rewrite the model inside the caller's bytes (``core.passthrough``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ from typing import Any
 import orjson
 
 from laneway.core.errors import RequestInvalid
-from laneway.core.passthrough import OPENAI_CHAT, CallerBody
 from laneway.core.shapes import chat_request, check_depth, check_strings, check_tools
 from laneway.core.types import ChatRequest
 from laneway.wire.openai.parts import NAMESPACES
-from laneway.wire.splice import with_model
 
 _NUMBER = ((int, float), "a number")
 _INTEGER = ((int,), "an integer")
@@ -62,8 +60,6 @@ CHAT_FIELDS: FieldTypes = {
     "user": _STRING,
     "reasoning_effort": _STRING,
 }
-_WRITTEN_AFRESH = frozenset({*NAMESPACES, "stream", "stream_options"})
-"""Fields a source's body may not carry as the caller sent them (see ``chat_request_body``)."""
 MAX_CHOICES = 128
 """The most ``n`` any provider takes (OpenAI's API: 1 to 128; Gemini's ``candidateCount`` fewer)."""
 
@@ -97,14 +93,11 @@ def lane_name(data: Mapping[str, Any]) -> str:
     return model
 
 
-def chat_call(
-    data: dict[str, Any], forwarded: Mapping[str, str], body: bytes | None = None
-) -> ChatCall:
+def chat_call(data: dict[str, Any], forwarded: Mapping[str, str]) -> ChatCall:
     """Validate a ``/v1/chat/completions`` body (its ``model`` already read).
 
     ``data`` is consumed: what remains of it becomes the upstream parameters;
-    ``forwarded`` are the caller's headers to send upstream; ``body``, the
-    bytes ``data`` was read from, rides along for a source of this format.
+    ``forwarded`` are the caller's headers to send upstream.
     """
     check_types(data, CHAT_FIELDS)
     check_tools(data.get("tools"))
@@ -119,9 +112,6 @@ def chat_call(
     stream = data.get("stream") is True
     del data["model"]
     request = chat_request(data.pop("messages", None), data, forwarded)
-    if body is not None:
-        caller = CallerBody(OPENAI_CHAT, body, request.messages, request.params)
-        request = ChatRequest(request.messages, request.params, request.headers, caller)
     return ChatCall(request, stream, include_usage)
 
 
@@ -155,18 +145,3 @@ def chat_request_body(request: ChatRequest, model: str, *, stream: bool) -> byte
         body.pop("stream", None)
         body.pop("stream_options", None)
     return orjson.dumps(body)
-
-
-def relayed_request_body(request: ChatRequest, model: str) -> bytes | None:
-    """The caller's own body with ``model`` as its model; ``None`` when it must be written afresh.
-
-    Written afresh: a request that is not the caller's as read (``CallerBody.holds``),
-    one with fields a source may not get as sent (``_WRITTEN_AFRESH``), and a
-    body whose ``model`` cannot be rewritten in place (``wire.splice``).
-    """
-    caller = request.caller_body
-    if caller is None or caller.wire != OPENAI_CHAT or not caller.holds(request):
-        return None
-    if not _WRITTEN_AFRESH.isdisjoint(request.params):
-        return None
-    return with_model(caller.body, model)
