@@ -148,6 +148,11 @@ class JobDir:
         self._reader.seek(self.calls[call].offset)
         return parse_line(self._reader.readline())
 
+    def failed(self) -> list[ItemResult]:
+        """Every failed item the checkpoint holds, in input order."""
+        failing = sorted(call for call, kept in self.calls.items() if kept.failed)
+        return [result for call in failing for result in self.read(call) if not result.ok]
+
     def write_failures(self, failures: list[ItemResult]) -> None:
         """Rewrite ``failures.jsonl`` with the items that failed, in input order."""
         lines = b"".join(orjson.dumps(r.failure()) + b"\n" for r in failures)

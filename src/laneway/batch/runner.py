@@ -278,31 +278,11 @@ class BatchJob:
         while running:
             await self._collect(deque(), running, ended)
         self._checkpoint(self.streak.release())
-        failure = self.streak.failure
-        assert failure is not None
         unsent = len(self.items) - sum(len(self.calls[call]) for call in self.kept_calls)
-        advice = self.streak.advice()
-        message = (
-            f"{self.streak.run} calls in a row failed alike, and no retry can fix it: "
-            f"{failure.error.code}: {failure.error.message}{'. ' + advice if advice else ''}. "
-            f"{unsent} of {len(self.items)} items have no result"
-        )
-        if self.jobdir is None:
-            message += "; without a job directory, a rerun starts over"
-        else:
-            self.jobdir.write_failures(self._checkpointed_failures())
-            message += (
-                "; once it is fixed, run the same job again: it sends those, "
-                "and nothing already answered"
-            )
+        if self.jobdir is not None:
+            self.jobdir.write_failures(self.jobdir.failed())
         self._report(final=True)
-        return BatchStopped(message, calls=self.streak.run, unsent=unsent)
-
-    def _checkpointed_failures(self) -> list[ItemResult]:
-        assert self.jobdir is not None
-        found = self.jobdir.calls
-        failed = sorted(call for call in self.kept_calls if found[call].failed)
-        return [r for call in failed for r in self._read(call) if not r.ok]
+        return self.streak.stopped(unsent, len(self.items), resumable=self.jobdir is not None)
 
     def _verified(self, results: list[ItemResult]) -> list[ItemResult]:
         """Refuse vectors of the wrong length, with a NaN, or all zeros (see ``vector_problem``)."""

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from laneway.batch.results import ItemError, ItemResult
+from laneway.core.errors import BatchStopped
 from laneway.core.failures import REJECTION_STATUSES, FailureKind
 
 STOP_AFTER = 5
@@ -138,6 +139,24 @@ class Streak:
     def stops(self) -> bool:
         """Whether the run is long enough to stop the job (never when ``limit`` is 0)."""
         return self.limit > 0 and self.run >= self.limit
+
+    def stopped(self, unsent: int, total: int, *, resumable: bool) -> BatchStopped:
+        """The error the stopped job raises: the failure, what to do, what is left to send."""
+        assert self.failure is not None
+        error, advice = self.failure.error, self.advice()
+        message = (
+            f"{self.run} calls in a row failed alike, and no retry can fix it: "
+            f"{error.code}: {error.message}{'. ' + advice if advice else ''}. "
+            f"{unsent} of {total} items have no result"
+        )
+        if resumable:
+            message += (
+                "; once it is fixed, run the same job again: it sends those, "
+                "and nothing already answered"
+            )
+        else:
+            message += "; without a job directory, a rerun starts over"
+        return BatchStopped(message, calls=self.run, unsent=unsent)
 
     def advice(self) -> str:
         """What to do about the run's failure (empty where its message says it)."""
