@@ -14,6 +14,7 @@ from laneway.policy.budget import (
     period_name,
     period_resets,
     periods,
+    reached,
 )
 
 HOUR = 3600.0
@@ -85,3 +86,12 @@ def test_the_first_budget_passed_is_named() -> None:
         key_day, 4.5, 12 * HOUR
     )
     assert over_budget([], [], 1e9, wall) is None
+
+
+def test_the_thresholds_a_spend_reached() -> None:
+    budget = BudgetCap("key:a", "month", 10.0)
+    thresholds = (0.5, 0.8, 1.0)
+    assert reached(thresholds, 4.99, budget) == ()
+    assert reached(thresholds, 5.0, budget) == (0.5,)
+    assert reached(thresholds, 9.0, budget) == (0.5, 0.8)
+    assert reached(thresholds, 12.0, budget) == thresholds

@@ -149,7 +149,9 @@ class Composer:
                 process.writer.redactor = redactor
             process.pricer.update(config.lanes)
         ledger = self._ledger(config)
-        limits = key_limits(config, engine.clock, pricer=process.pricer, ledger=ledger)
+        limits = key_limits(
+            config, engine.clock, pricer=process.pricer, ledger=ledger, environ=environ
+        )
         if limits is not None and previous is not None and previous.gateway.limits is not None:
             limits.refusals = previous.gateway.limits.refusals  # counters go on across reloads
         stored = self._stored_keys(config, engine)
@@ -171,7 +173,7 @@ class Composer:
         cache = _raw_cache(engine)
         uses: list[Closable] = [self.transport, store, cache]
         if limits is not None:
-            uses.append(limits.ledger)
+            uses += limits.closables
         if stored is not None:
             uses.append(stored)
         if admin is not None:

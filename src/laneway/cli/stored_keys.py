@@ -72,7 +72,9 @@ def _limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lanes", help="comma-separated lanes (default: all)")
     for name in ("rpm", "tpm", "max-concurrency"):
         parser.add_argument(f"--{name}", type=int)
-    parser.add_argument("--budget", help="AMOUNT/PERIOD, e.g. 20/day or 300/month")
+    parser.add_argument(
+        "--budget", help="AMOUNT/PERIOD (day, week, month or total), e.g. 20/day, 500/total"
+    )
 
 
 def _request(noun: str, ns: argparse.Namespace) -> tuple[str, str, dict[str, Any] | None]:

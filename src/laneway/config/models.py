@@ -565,6 +565,25 @@ class AdminKeyConfig(Strict):
     key: SecretField
 
 
+def _ascending(thresholds: list[float]) -> list[float]:
+    if thresholds != sorted(set(thresholds)):
+        raise ValueError("list each threshold once, smallest first")
+    return thresholds
+
+
+class AlertsConfig(Strict):
+    """Budget alerts: when a key's or a team's spend reaches each of ``thresholds`` (fractions
+    of its budget) in a budget period, a log line, and a POST to ``webhook`` when set."""
+
+    thresholds: Annotated[list[Annotated[float, Field(gt=0, le=1)]], AfterValidator(_ascending)] = (
+        Field(default_factory=lambda: [0.5, 0.8, 1.0])
+    )
+    webhook: SecretField | None = None
+    """An ``http(s)://`` URL (or an env reference to one: a chat webhook's URL is a secret)."""
+    webhook_timeout: Duration = Field(default=5.0, gt=0, le=60)
+    """How long one POST may take; a failed one is tried three times in all, then logged."""
+
+
 class CorsConfig(Strict):
     """Web pages allowed to call the gateway: their origins (``https://app.example``)."""
 
@@ -600,6 +619,8 @@ class ServerConfig(Strict):
     max_connections: int | None = Field(default=None, ge=1)
     """Open client connections (all workers together); unset: half the file-descriptor limit,
     at most 4096."""
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    """Budget alerts of keys and teams (``thresholds``, ``webhook``)."""
     cors: CorsConfig | None = None
     """Without it, a request carrying an ``Origin`` header (a web page's) is refused."""
     allowed_hosts: list[str] = Field(default_factory=list)

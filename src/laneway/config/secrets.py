@@ -19,6 +19,7 @@ def configured_secrets(config: LanewayConfig, environ: Mapping[str, str]) -> lis
     keys = [source.api_key for lane in config.lanes.values() for source in lane.sources]
     keys += [key.key for key in config.server.keys]
     keys += [key.key for key in config.server.admin_keys]
+    keys.append(config.server.alerts.webhook)
     values = [key.resolve(environ) for key in keys if key is not None]
     urls = (config.state.url, config.telemetry.url, config.cache.url, config.server.key_store)
     values += [password for url in urls if url for password in url_passwords(url)]

@@ -117,3 +117,8 @@ def over_budget(
         if already + usd > budget.usd:
             return OverBudget(budget, already, period_left(budget.period, wall))
     return None
+
+
+def reached(thresholds: Sequence[float], spent: float, budget: BudgetCap) -> tuple[float, ...]:
+    """The ``thresholds`` (fractions of the budget, ascending) ``spent`` has reached."""
+    return tuple(t for t in thresholds if spent >= t * budget.usd)

@@ -357,7 +357,7 @@ class Gateway:
             await self.engine.aclose()
         finally:
             if self.limits is not None:
-                await self.limits.ledger.aclose()
+                await self.limits.aclose()
             if self.admin is not None:
                 await self.admin.aclose()
             if self.stored is not None:

@@ -271,6 +271,17 @@ class KeyLimits:
         if self.alerts is not None and hold.terms is not None and spend:
             self.alerts.spent(hold.terms, spend, hold.carried or {})
 
+    @property
+    def closables(self) -> list[BudgetWatch | KeyLedger]:
+        """What a generation closes when no other uses it: the ledger, the budget alerts."""
+        return [self.ledger] if self.alerts is None else [self.ledger, self.alerts]
+
+    async def aclose(self) -> None:
+        """Stop the budget alerts, then close the ledger."""
+        if self.alerts is not None:
+            await self.alerts.aclose()
+        await self.ledger.aclose()
+
     def unpriced_sources(self, lane: str) -> list[str]:
         """The sources of ``lane`` and its fallback lanes (``other/source``) laneway has no
         price for."""
@@ -329,6 +340,9 @@ class BudgetWatch(Protocol):
     def refused(self, terms: KeyTerms, refusal: KeyRefusal) -> None:
         """A call of ``terms``'s key was refused by a budget (``refusal.spent`` is set)."""
 
+    async def aclose(self) -> None:
+        """Stop sending."""
+
 
 def stores_keys(config: LanewayConfig) -> bool:
     """True when the config has a key store (``server.key_store`` or ``admin_keys``)."""
@@ -351,13 +365,15 @@ def key_limits(
     *,
     pricer: Pricer | None = None,
     ledger: KeyLedger | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> KeyLimits | None:
     """The limits of the config's keys; ``None`` when no key has any and there is no key
     store (whose keys may have limits).
 
     The figures go to ``ledger``, by default the state store of ``state.url``.
     Prices are resolved here (``Pricer.for_lanes``) when a key has a budget
-    and no ``pricer`` was given.
+    and no ``pricer`` was given. With ``environ`` (the serving process's), budget
+    alerts are sent as ``server.alerts`` says.
     """
     limited = [key for key in config.server.keys if key.limited]
     stored = stores_keys(config)
@@ -374,4 +390,9 @@ def key_limits(
         )
     lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
     chains = {name: config.fallback_chain(name) for name in config.lanes}
-    return KeyLimits(limited, lanes, ledger, clock, pricer, chains)
+    alerts = None
+    if environ is not None:
+        from laneway.server.budget_alerts import budget_alerts
+
+        alerts = budget_alerts(config, environ, ledger, clock)
+    return KeyLimits(limited, lanes, ledger, clock, pricer, chains, alerts)

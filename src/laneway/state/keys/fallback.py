@@ -128,6 +128,14 @@ class FallbackKeyLedger(SharedOrLocal):
         self._remember(spend)
         return spend
 
+    async def claim(self, name: str, ttl: float) -> bool:
+        """See ``KeyLedger.claim``: in this process, then in Redis; while Redis is away the
+        claim is this process's alone (another replica may claim the same name)."""
+        if not await self.local.claim(name, ttl):
+            return False
+        shared = await self._try(lambda: self.shared.claim(name, ttl))
+        return True if shared is None else shared
+
     async def aclose(self) -> None:
         """Stop the heartbeat; close Redis's connections."""
         await self._stop_beating()

@@ -174,6 +174,11 @@ class KeyLedger(Protocol):
         """
         ...
 
+    async def claim(self, name: str, ttl: float) -> bool:
+        """True the first time ``name`` is claimed within ``ttl`` seconds, on any replica
+        sharing this ledger (a budget alert is sent once, by the replica that claims it)."""
+        ...
+
     async def aclose(self) -> None:
         """Release connections."""
         ...

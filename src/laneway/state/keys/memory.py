@@ -55,6 +55,8 @@ class MemoryKeyLedger:
         """USD by counter name: keys' and teams' (a team's is its keys' together)."""
         self._day = -1
         """The day number the counters were last pruned on."""
+        self._claims: dict[str, float] = {}
+        """Claimed names (``claim``) and the wall time each claim ends."""
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
@@ -103,6 +105,16 @@ class MemoryKeyLedger:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+    async def claim(self, name: str, ttl: float) -> bool:
+        """See ``KeyLedger.claim`` (in this process only)."""
+        wall = self.clock.wall()
+        if self._claims.get(name, -1.0) > wall:
+            return False
+        if len(self._claims) >= PRUNE_RUNNING_AT:
+            self._claims = {n: until for n, until in self._claims.items() if until > wall}
+        self._claims[name] = wall + ttl
+        return True
 
     def mirror(self, ask: KeyAsk) -> None:
         """Count a call another ledger (Redis) granted, as if granted here; no limit checked.

@@ -289,6 +289,13 @@ class RedisKeyLedger:
         values = await self.client.mget([self._spend_key(name) for name in wanted])
         return {name: float(v or 0.0) for name, v in zip(wanted, values, strict=True)}
 
+    async def claim(self, name: str, ttl: float) -> bool:
+        """See ``KeyLedger.claim``: ``SET NX`` of ``<prefix>:claim:<name>`` for ``ttl``."""
+        claimed = await self.client.set(
+            f"{self.prefix}:claim:{name}", "1", nx=True, px=int(ttl * 1000)
+        )
+        return bool(claimed)
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.client.aclose()
