@@ -259,11 +259,13 @@ class Composer:
         if not config.server.admin_keys:
             return None
         from laneway.server.admin import admin_api
+        from laneway.server.admin_log import AdminAccessLog
         from laneway.telemetry.factory import store_for_url
 
         telemetry = store_for_url(config.telemetry.url, self.base_dir)
         names = [key.name for key in config.server.keys]
-        return admin_api(config.server.admin_keys, environ, stored, names, telemetry)
+        access = None if self.access_log is None else AdminAccessLog(sys.stderr, self.access_log)
+        return admin_api(config.server.admin_keys, environ, stored, names, telemetry, access)
 
     def _ledger(self, config: LanewayConfig) -> KeyLedger | None:
         """The key ledger in service while ``state:`` is unchanged, so every remaining key's

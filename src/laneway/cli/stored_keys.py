@@ -167,7 +167,7 @@ async def _answered(
     telemetry = store_for_url(config.telemetry.url, base_dir)
     spend = None
     if telemetry is not None:
-        from laneway.server.admin import TelemetrySpend
+        from laneway.server.admin_query import TelemetrySpend
 
         spend = TelemetrySpend(telemetry)
     api = AdminApi(_LocalAdmin(), stored, [k.name for k in config.server.keys], spend)

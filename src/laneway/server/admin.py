@@ -18,11 +18,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
-from urllib.parse import parse_qsl
 
 import orjson
 
 from laneway.config.models import AdminKeyConfig
+from laneway.server import admin_query
 from laneway.server.admin_auth import AdminAuth
 from laneway.server.admin_input import (
     AdminInvalid,
@@ -35,6 +35,8 @@ from laneway.server.admin_input import (
     seconds,
     within_team,
 )
+from laneway.server.admin_log import AdminAccessLog, forget, note
+from laneway.server.admin_query import TelemetrySpend, error
 from laneway.server.admin_render import (
     audit_json,
     iso_time,
@@ -91,6 +93,7 @@ class AdminApi:
         reserved: Sequence[str],
         spend: SpendQuery | None = None,
         clock: Callable[[], float] = time.time,
+        access: AdminAccessLog | None = None,
     ) -> None:
         self.auth = auth
         self.stored = stored
@@ -99,6 +102,8 @@ class AdminApi:
         """Names of the config's keys: a stored key may not take one."""
         self.spend = spend
         self.clock = clock
+        self.access = access
+        """The access log admin requests get a line in (``None``: no access log)."""
 
     async def aclose(self) -> None:
         """Close the telemetry store spend is read from."""
@@ -107,17 +112,35 @@ class AdminApi:
 
     async def answer(self, request: AdminRequest) -> Reply:
         """The reply to ``request`` (errors included, as JSON naming the field)."""
-        route = f"{request.method} {request.path}"
+        started, admin = time.monotonic(), None
+        forget()
         try:
-            if request.path == "/admin/openapi.json" and request.method in ("GET", "HEAD"):
-                from laneway.server.admin_openapi import OPENAPI
+            admin, reply = await self._answer(request)
+        except AdminInvalid as exc:
+            reply = error(exc.status, exc.field, str(exc))
+        if self.access is not None:
+            self.access.write(
+                at=self.clock(),
+                request_id=request.request_id,
+                admin=admin,
+                method=request.method,
+                path=request.path,
+                status=reply.status,
+                latency=time.monotonic() - started,
+            )
+        return reply
 
-                return Reply(200, OPENAPI, [])
-            admin = self.auth.admin(request.headers, request.peer, route)
+    async def _answer(self, request: AdminRequest) -> tuple[str | None, Reply]:
+        if request.path == "/admin/openapi.json" and request.method in ("GET", "HEAD"):
+            from laneway.server.admin_openapi import OPENAPI
+
+            return None, Reply(200, OPENAPI, [])
+        admin = self.auth.admin(request.headers, request.peer, f"{request.method} {request.path}")
+        try:
             status, body = await self._dispatch(admin, request)
         except AdminInvalid as exc:
-            return _error(exc.status, exc.field, str(exc))
-        return Reply(status, orjson.dumps(body), [])
+            return admin, error(exc.status, exc.field, str(exc))
+        return admin, Reply(status, orjson.dumps(body), [])
 
     async def _dispatch(self, admin: str, rq: AdminRequest) -> tuple[int, Any]:
         parts = rq.path.removeprefix("/admin").strip("/").split("/")
@@ -127,9 +150,9 @@ class AdminApi:
         if what == "teams":
             return await self._teams(admin, rq, rest)
         if what == "spend" and not rest and rq.method == "GET":
-            return 200, await self._spend(_query(rq.query))
+            return 200, await self._spend(admin_query.query(rq.query))
         if what == "audit" and not rest and rq.method == "GET":
-            return 200, [audit_json(e) for e in await self.store.audit(_limit(rq.query))]
+            return 200, [audit_json(e) for e in await self.store.audit(admin_query.limit(rq.query))]
         raise AdminInvalid("", f"no such admin route: {rq.method} {rq.path}", 404)
 
     async def _keys(self, admin: str, rq: AdminRequest, rest: list[str]) -> tuple[int, Any]:
@@ -184,6 +207,7 @@ class AdminApi:
         entry = self._audit(admin, "key.create", record.id, None, record)
         await self.store.put_key(record, entry, [Digest(hash_secret(secret), record.id)])
         await self._refresh()
+        note("key.create", record.id)
         log.info("admin %s: key.create %s (%s)", admin, record.id, record.name)
         return {**key_json(record), "key": secret}
 
@@ -219,6 +243,7 @@ class AdminApi:
         until = self.clock() + grace
         await self.store.rotate(rotated, Digest(hash_secret(secret), key.id), until, entry)
         await self._refresh()
+        note("key.rotate", key.id)
         log.info("admin %s: key.rotate %s (old secret valid %.0f s)", admin, key.id, grace)
         return {**key_json(rotated), "key": secret, "previous_valid_until": iso_time(until)}
 
@@ -272,7 +297,7 @@ class AdminApi:
         by = query.get("by", "key")
         if by not in ("key", "team", "lane"):
             raise AdminInvalid("by", f"group by key, team or lane, not {by!r}")
-        since = 0.0 if "since" not in query else _since(query["since"], self.clock())
+        since = 0.0 if "since" not in query else admin_query.since(query["since"], self.clock())
         if self.spend is None:
             raise AdminInvalid("by", "spend needs telemetry (telemetry.url is none)", 409)
         rows = await self.spend(since, "lane" if by == "lane" else "key")
@@ -297,29 +322,11 @@ class AdminApi:
 
     async def _changed(self, rq: AdminRequest, admin: str, action: str, target: str) -> None:
         await self._refresh()
+        note(action, target)
         log.info("admin %s: %s %s (request %s)", admin, action, target, rq.request_id or "-")
 
     async def _refresh(self) -> None:
         await self.stored.refresh()
-
-
-class TelemetrySpend:
-    """Spend read from a telemetry store of the admin API's own, opened at the first read
-    (the telemetry writer's store belongs to its thread)."""
-
-    def __init__(self, store: TelemetryStore) -> None:
-        self.store = store
-        self._opened = False
-
-    async def __call__(self, since: float, by: str) -> list[SpendRow]:
-        if not self._opened:
-            await self.store.open()
-            self._opened = True
-        return await self.store.query_spend(since, by)
-
-    async def aclose(self) -> None:
-        if self._opened:
-            await self.store.close()
 
 
 def admin_api(
@@ -328,11 +335,13 @@ def admin_api(
     stored: StoredKeys,
     reserved: Sequence[str],
     telemetry: TelemetryStore | None,
+    access: AdminAccessLog | None = None,
 ) -> AdminApi:
-    """The admin API over ``stored``, with spend from ``telemetry`` (``None``: no spend)."""
+    """The admin API over ``stored``, with spend from ``telemetry`` (``None``: no spend),
+    each request written to ``access`` (the access log's stream)."""
     auth = AdminAuth(admin_keys, environ, time.monotonic)
     spend = None if telemetry is None else TelemetrySpend(telemetry)
-    return AdminApi(auth, stored, reserved, spend)
+    return AdminApi(auth, stored, reserved, spend, access=access)
 
 
 def _team(body: TeamBody, base: TeamRecord, lanes: Sequence[str]) -> TeamRecord:
@@ -351,41 +360,3 @@ def _record(value: object) -> dict[str, Any] | None:
     if isinstance(value, TeamRecord):
         return team_json(value)
     return None
-
-
-def _query(raw: bytes) -> dict[str, str]:
-    return dict(parse_qsl(raw.decode("latin-1")))
-
-
-def _limit(raw: bytes) -> int:
-    text = _query(raw).get("limit", "100")
-    if not text.isdigit() or not 0 < int(text) <= 10_000:
-        raise AdminInvalid("limit", "a whole number from 1 to 10000")
-    return int(text)
-
-
-def _since(text: str, now: float) -> float:
-    """``since``: seconds since the epoch, an ISO 8601 time, or a duration back (``24h``)."""
-    import datetime as dt
-
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        at = dt.datetime.fromisoformat(text)
-        return (at if at.tzinfo else at.replace(tzinfo=dt.UTC)).timestamp()
-    except ValueError:
-        return now - seconds("since", text)
-
-
-def _error(status: int, field: str, message: str) -> Reply:
-    kinds = {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
-    error = {
-        "type": kinds.get(status, "invalid_request_error"),
-        "code": {401: "invalid_admin_key", 429: "too_many_failures"}.get(status, "invalid_field"),
-        "param": field or None,
-        "message": message,
-    }
-    headers = [(b"retry-after", b"60")] if status == 429 else []
-    return Reply(status, orjson.dumps({"error": error}), headers)
