@@ -161,8 +161,8 @@ class AdminApi:
             if rq.method == "POST":
                 return 201, await self._create_key(admin, snap, read(KeyBody, rq.body or {}))
             if rq.method == "GET":
-                spent = await self._spent(snap)
-                return 200, [key_json(k, spent.get(k.name)) for k in snap.keys.values()]
+                spent, used = await self._spent(snap), await self.stored.use()
+                return 200, [key_json(k, spent.get(k.name), used) for k in snap.keys.values()]
         elif len(rest) == 1 or (len(rest) == 2 and rest[1] == "rotate"):
             key = snap.keys.get(rest[0])
             if key is None:
@@ -178,7 +178,8 @@ class AdminApi:
         self, admin: str, rq: AdminRequest, snap: Snapshot, key: KeyRecord
     ) -> tuple[int, Any]:
         if rq.method == "GET":
-            return 200, key_json(key, (await self._spent(snap)).get(key.name))
+            spent, used = await self._spent(snap), await self.stored.use()
+            return 200, key_json(key, spent.get(key.name), used)
         if rq.method == "DELETE":
             await self.store.delete_key(key.id, self._audit(admin, "key.delete", key.id, key))
             await self._changed(rq, admin, "key.delete", key.id)

@@ -43,7 +43,7 @@ SPEC: dict[str, Any] = {
     "paths": {
         "/admin/keys": {
             "post": _op("Create a key; `key` in the answer is its secret, once", "201", KeyBody),
-            "get": _op("List keys (no secrets), with spend so far", "200"),
+            "get": _op("List keys (no secrets), with spend so far and when last used", "200"),
         },
         "/admin/keys/{id}": {
             "parameters": _ID,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from laneway.state.keys.records import AuditEntry, KeyRecord, Limits, Snapshot, TeamRecord
@@ -30,8 +30,11 @@ def _limits(limits: Limits) -> dict[str, Any]:
     }
 
 
-def key_json(key: KeyRecord, spend: float | None = None) -> dict[str, Any]:
-    """A key as listed: its visible prefix, never its secret or digest."""
+def key_json(
+    key: KeyRecord, spend: float | None = None, used: Mapping[str, float] | None = None
+) -> dict[str, Any]:
+    """A key as listed: its visible prefix, never its secret or digest; ``used`` is when each
+    key (by id) was last used, for a listing's ``last_used_at``."""
     return {
         "id": key.id,
         "name": key.name,
@@ -43,6 +46,7 @@ def key_json(key: KeyRecord, spend: float | None = None) -> dict[str, Any]:
         "metadata": dict(key.metadata),
         "created_at": iso_time(key.created_at),
         "spend_usd": key.spend if spend is None else spend,
+        **({} if used is None else {"last_used_at": iso_time(used.get(key.id))}),
     }
 
 

@@ -30,9 +30,15 @@ from laneway.state.keys.store import KeyStore
 log = logging.getLogger("laneway.keys")
 
 
+USE_EVERY = 5.0
+"""Seconds between a replica's writes of its keys' last use (a use is stamped at the next
+poll of the store, so "last used" is as precise as ``server.key_store_poll``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
     digest: bytes
+    key_id: str
     caller: Caller
     until: float | None
     """The earliest of the key's expiry and this secret's grace end (``None``: neither)."""
@@ -78,6 +84,12 @@ class StoredKeys:
         self._failing = False
         self._opened = False
         self._loaded = asyncio.Event()
+        self._used: set[str] = set()
+        """Ids of the keys that authenticated a call since the last poll (one set add a call:
+        the request path reads no clock and writes nothing for it)."""
+        self._stamped: dict[str, float] = {}
+        """When each key was last seen used (stamped at a poll), not yet written."""
+        self._next_use_write = 0.0
 
     def caller(self, digest: bytes) -> Caller | None:
         """The caller of the usable stored key with sha256 ``digest``."""
@@ -86,6 +98,7 @@ class StoredKeys:
             return None
         if entry.until is not None and time.time() >= entry.until:
             return None
+        self._used.add(entry.key_id)
         return entry.caller
 
     def start(self) -> None:
@@ -105,7 +118,34 @@ class StoredKeys:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+            self._stamp()
+            with contextlib.suppress(Exception):  # the last use is worth one bounded try
+                async with asyncio.timeout(1.0):
+                    await self.write_use()
         await self.store.close()
+
+    async def use(self) -> dict[str, float]:
+        """When each stored key (by id) was last used, this replica's latest uses included."""
+        self._stamp()
+        await self.write_use()
+        return await self.store.last_used()
+
+    async def write_use(self) -> None:
+        """Write the keys' use stamped since the last write (in one transaction)."""
+        stamped, self._stamped = self._stamped, {}
+        if not stamped:
+            return
+        try:
+            await self.store.mark_used(stamped)
+        except BaseException:
+            self._stamped = {**stamped, **self._stamped}  # kept for the next write
+            raise
+
+    def _stamp(self) -> None:
+        """Stamp the keys used since the last poll with this poll's wall time."""
+        if self._used:
+            used, self._used = self._used, set()
+            self._stamped.update(dict.fromkeys(used, time.time()))
 
     async def refresh(self) -> bool:
         """Reload when the store's version moved; True when it did."""
@@ -132,7 +172,7 @@ class StoredKeys:
             callers[record.id] = caller
             ends = [t for t in (record.expires_at, digest.valid_until) if t is not None]
             raw = bytes.fromhex(digest.sha256)
-            entries[raw] = _Entry(raw, caller, min(ends) if ends else None)
+            entries[raw] = _Entry(raw, record.id, caller, min(ends) if ends else None)
         self._by_digest = entries
         self.snapshot = snapshot
         self.version = snapshot.version
@@ -151,7 +191,11 @@ class StoredKeys:
     async def _polling(self) -> None:
         while True:
             try:
+                self._stamp()
                 await self.refresh()
+                if self._stamped and time.time() >= self._next_use_write:
+                    self._next_use_write = time.time() + USE_EVERY
+                    await self.write_use()
             except Exception as exc:  # the store is the truth, but its outage is not ours
                 if not self._failing:
                     log.warning("key store unreadable, serving its keys as last read: %s", exc)

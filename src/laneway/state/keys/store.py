@@ -61,6 +61,8 @@ def _tables(t: Mapping[str, str]) -> list[str]:
         "NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, before TEXT, after TEXT)",
         f"CREATE TABLE IF NOT EXISTS {t['version']} (id INTEGER PRIMARY KEY, version BIGINT "
         "NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {t['key_use']} (key_id TEXT PRIMARY KEY, last_used DOUBLE "
+        "PRECISION NOT NULL)",
     ]
 
 
@@ -137,9 +139,26 @@ class KeyStore:
             [
                 (f"DELETE FROM {self.t['digests']} WHERE key_id = ?", (key_id,)),
                 (f"DELETE FROM {self.t['keys']} WHERE id = ?", (key_id,)),
+                (f"DELETE FROM {self.t['key_use']} WHERE key_id = ?", (key_id,)),
             ],
             entry,
         )
+
+    async def mark_used(self, used: Mapping[str, float]) -> None:
+        """Record when each key (by id) was last used, keeping the latest time any replica
+        wrote. No version bump and no audit row: use is not a change of the keys."""
+        table = self.t["key_use"]
+        sql = (
+            f"INSERT INTO {table} AS u (key_id, last_used) VALUES (?, ?) ON CONFLICT (key_id) "
+            "DO UPDATE SET last_used = CASE WHEN excluded.last_used > u.last_used "
+            "THEN excluded.last_used ELSE u.last_used END"
+        )
+        await self.database.run([(sql, (key_id, at)) for key_id, at in used.items()])
+
+    async def last_used(self) -> dict[str, float]:
+        """When each key (by id) was last used, as far as any replica recorded it."""
+        rows = await self.database.fetch(f"SELECT key_id, last_used FROM {self.t['key_use']}")
+        return {str(row[0]): _num(row[1]) for row in rows}
 
     async def put_team(self, team: TeamRecord, entry: AuditEntry) -> None:
         """Insert or replace ``team``, audited as ``entry``."""
