@@ -17,7 +17,7 @@ import asyncio
 import math
 import selectors
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from laneway.core.clock import FakeClock
@@ -38,6 +38,12 @@ def _scope_at(clock_now: float, at: float) -> asyncio.Timeout:
     return asyncio.Timeout(asyncio.get_running_loop().time() + (at - clock_now))
 
 
+def _timer_at(clock_now: float, at: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+    """``loop.call_at`` for ``at`` on a clock that reads ``clock_now`` at this moment (the
+    loop's time may run on another origin, so ``at`` crosses over as time left)."""
+    return asyncio.get_running_loop().call_later(at - clock_now, callback)
+
+
 class SystemClock:
     """The process clock: ``time.monotonic``, ``time.time`` and the running loop's timers.
 
@@ -54,6 +60,10 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` on the running loop."""
         await asyncio.sleep(seconds)
+
+    def call_at(self, at: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Call ``callback`` at monotonic ``at`` from the running loop."""
+        return _timer_at(time.monotonic(), at, callback)
 
     def deadline(self, at: float) -> asyncio.Timeout:
         """Cancel the body at monotonic ``at`` (``inf``: never), raising ``TimeoutError``."""
@@ -107,6 +117,10 @@ class VirtualClock(FakeClock):
     def deadline(self, at: float) -> asyncio.Timeout:
         """Cancel the body at virtual ``at`` (``inf``: never), raising ``TimeoutError``."""
         return _scope_at(self.now(), at)
+
+    def call_at(self, at: float, callback: Callable[[], object]) -> asyncio.TimerHandle:
+        """Call ``callback`` at virtual ``at`` from the running loop."""
+        return _timer_at(self.now(), at, callback)
 
     def run(self, main: Coroutine[Any, Any, T]) -> T:
         """Run ``main`` to completion on a ``VirtualTimeLoop`` over this clock."""

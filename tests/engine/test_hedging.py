@@ -157,8 +157,8 @@ async def test_an_unexpected_error_in_a_raced_attempt_releases_both_admissions(
     vsim: VirtualSim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug raised by one attempt (not an attempt failure) ends the call; nothing stays held."""
-    from laneway.engine import race
     from laneway.engine.admission import SourceAdmission
+    from laneway.engine.call import CallLoop
 
     released: list[str] = []
     release = SourceAdmission.release
@@ -167,18 +167,12 @@ async def test_an_unexpected_error_in_a_raced_attempt_releases_both_admissions(
         released.append(admitted.source.name)
         await release(self, admitted)
 
-    def racing(self: race.Race[Any], *args: Any) -> None:
-        init(self, *args)
+    async def broken(self: CallLoop, *args: Any) -> Any:
+        await vsim.clock.sleep(0.3)  # the hedge starts at 0.2 s, the first raises at 0.3 s
+        raise RuntimeError("a bug in the attempt")
 
-        async def broken(admitted: Any) -> Any:
-            await vsim.clock.sleep(0.3)  # the hedge starts at 0.2 s, the first raises at 0.3 s
-            raise RuntimeError("a bug in the attempt")
-
-        self.attempt = broken
-
-    init = race.Race.__init__
     monkeypatch.setattr(SourceAdmission, "release", recorded)
-    monkeypatch.setattr(race.Race, "__init__", racing)
+    monkeypatch.setattr(CallLoop, "_bounded", broken)
     async with two_sources(vsim, "ok", "ok", hedge={"after": "200ms"}) as lw:
         with pytest.raises(RuntimeError, match="a bug in the attempt"):
             await lw.chat("lane", MESSAGES)

@@ -10,6 +10,7 @@ hand.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -40,6 +41,19 @@ class Clock(TimeSource, Protocol):
         means no deadline. Like ``asyncio.timeout_at``, the cancellation is
         turned into ``TimeoutError`` only at the scope that set it.
         """
+        ...
+
+    def call_at(self, at: float, callback: Callable[[], object]) -> Timer:
+        """Call ``callback`` at ``at`` (this clock's ``now``) from the running loop, unless
+        the returned timer is cancelled first: what starts a hedge beside an attempt in flight."""
+        ...
+
+
+class Timer(Protocol):
+    """A callback set for later (``Clock.call_at``)."""
+
+    def cancel(self) -> None:
+        """Do not call it (nothing, once it was called)."""
         ...
 
 

@@ -92,6 +92,9 @@ class Attempt:
     earlier one. ``usage`` is the attempt's
     own usage, kept only where a call's usage spans several upstream answers
     (a continued stream), so each part can be priced at its source's rate.
+    ``began`` is when the attempt started, in seconds from the call's start,
+    set where attempts overlap (a hedge race), so a trace can draw them so;
+    ``None``: the attempts ran one after another.
     """
 
     source: str
@@ -103,6 +106,7 @@ class Attempt:
     message: str = ""
     continuation: bool = False
     usage: Usage | None = None
+    began: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Render for error bodies and headers (milliseconds, rounded)."""

@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import math
 import secrets
 from collections import Counter
 from collections.abc import Sequence
@@ -132,15 +131,16 @@ class SourceAdmission:
         progress = memory.last_progress(lane.source_keys)
         return capped(wait, lane.stall.due(call.started, progress) - now)
 
-    async def wait(self, lane: Lane, wait: Wait) -> None:
-        """Sleep through ``wait``, waking early when something is released in the lane."""
-        self.stats[f"wait:{wait.reason}"] += 1
+    async def wait(self, lane: Lane, until: float, reason: str) -> None:
+        """Sleep until ``until`` (``inf``: until woken) for ``reason``, waking early when
+        something is released in the lane."""
+        self.stats[f"wait:{reason}"] += 1
         memory = lane.memory
         released = asyncio.Event()
         memory.waiters[released] = None
         try:
             with contextlib.suppress(TimeoutError):
-                async with self.clock.deadline(self.clock.now() + wait.seconds):
+                async with self.clock.deadline(until):
                     await released.wait()
         finally:
             memory.waiters.pop(released, None)
@@ -192,36 +192,6 @@ class SourceAdmission:
             await self.store.release(admitted.lane.scope, admitted.ask)
         finally:
             memory.notify()
-
-    def push_back(self, lane: Lane, source: Source, seconds: float) -> None:
-        """Keep ``source`` out of picks for ``seconds``, as its Retry-After asked."""
-        marks = lane.memory.pushed_back
-        until = self.clock.now() + seconds
-        marks[source.key] = max(marks.get(source.key, -math.inf), until)
-
-    def has_alternative(self, lane: Lane, call: CallSources, source: Source) -> bool:
-        """Whether another source can take the call now: ready, not pushed back, not set aside."""
-        now = self.clock.now()
-        memory = lane.memory
-        return any(
-            s.name != source.name
-            and s.name not in call.excluded
-            and s.name not in call.set_aside
-            and not memory.pushed_back_for(s, now)
-            for s in lane.runnable
-        )
-
-    def exclude_smaller_windows(self, lane: Lane, call: CallSources, failed: Source) -> None:
-        """After ``context_length_exceeded``, keep only sources with a declared larger window.
-
-        A source whose ``context_window`` is unknown is no better bet than the
-        one that refused, and moving there would be an undeclared second request.
-        """
-        window = failed.config.context_window
-        for source in lane.sources:
-            other = source.config.context_window
-            if window is None or other is None or other <= window:
-                call.excluded.add(source.name)
 
     async def aclose(self) -> None:
         """Close the store's connections."""

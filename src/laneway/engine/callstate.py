@@ -1,9 +1,9 @@
 """What one call has done so far, and what a successful call hands back.
 
 ``CallState`` is the call loop's memory of one call (its attempts, the
-retries and pushbacks spent, what is in flight); ``CallOutcome`` the answer.
-Both are read by the driver (``laneway.engine.call``) and the race of a
-hedged attempt (``laneway.engine.race``).
+retries and pushbacks spent, what is in flight), written by its decision
+(``laneway.engine.decision``); ``CallOutcome`` the answer the driver
+(``laneway.engine.call``) hands back.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from laneway.core.errors import AttemptFailure, Inexpressible
+from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.types import Attempt, Usage
 from laneway.core.values import value
@@ -39,14 +39,23 @@ class CallState:
     waiting: str | None = None
     queue_wait: float = 0.0
 
-    def cut_in_flight(self, now: float) -> None:
-        """Record the attempt the deadline cancelled, if one was running."""
+    def cut_in_flight(self, now: float, start: float | None = None) -> None:
+        """Record the attempts the deadline cancelled, if any were running.
+
+        ``start``: the call's start, given when its attempts race (each then
+        says when it began, so traces draw the race's attempts overlapping).
+        """
         for running in (self.in_flight, self.hedge_in_flight):
             if running is not None:
                 name, started = running
+                began = None if start is None else started - start
                 self.attempts.append(
                     Attempt(
-                        name, FailureKind.DEADLINE.value, now - started, message="cut at deadline"
+                        name,
+                        FailureKind.DEADLINE.value,
+                        now - started,
+                        message="cut at deadline",
+                        began=began,
                     )
                 )
         self.in_flight = self.hedge_in_flight = None
@@ -59,7 +68,8 @@ class CallOutcome(Generic[T]):
     ``queue_wait`` is the time spent waiting for admission (quota, concurrency,
     pushback), not counting backoff sleeps. ``held`` is the successful
     attempt's admission when the caller asked to finish that attempt itself
-    (``hold=True``): it is then neither settled nor in ``attempts``.
+    (``hold=True``): it is then neither settled nor in ``attempts``; ``hedge``
+    says that attempt was a hedge that won its race.
     """
 
     result: T
@@ -68,16 +78,7 @@ class CallOutcome(Generic[T]):
     elapsed: float
     queue_wait: float = 0.0
     held: Admitted | None = None
-
-
-def skip(state: CallState, source: Source, refusal: Inexpressible) -> None:
-    """Leave out a source that cannot carry the request: no retry spent, nothing sent.
-
-    The source is excluded for this call only and its health is untouched
-    (admission is released, not settled); the skip is listed in ``attempts``.
-    """
-    state.sources.excluded.add(source.name)
-    state.attempts.append(Attempt(source.name, refusal.label, 0.0, message=refusal.message))
+    hedge: bool = False
 
 
 def tokens_used(result: object) -> int | None:

@@ -1,172 +1,192 @@
-"""The race of a hedged attempt: the first attempt, and a second on another source if it is slow.
+"""A hedged attempt: the attempt runs in place, and its hedge is a task a timer starts.
 
-The driver performs ``laneway.policy.hedge.step``: wait for the attempts in
-flight until the hedge is due, start the hedge (admitted like any attempt on
-a source other than the first's; not admitted, not sent), or hold. The first
-whole answer wins; the other attempt is cancelled at once, which closes its
-connection. Each attempt that ends is handed to ``on_end`` as it ends, so a
-failure is settled (and counts for the breaker) even when the call goes on.
+When the decision says a hedge is due at some instant (``Pause(until,
+HEDGE_DUE)`` after ``Send``), ``HedgeRace`` sets a timer for it and the
+driver awaits the first attempt in place, as on a lane without a hedge: a
+hedge that never fires costs one timer set and cancelled, no task and no
+extra turn of the event loop. When the timer fires, a task asks the decision
+(``hedge_due``: the budget, the attempt still in flight), picks another
+source and sends the hedge. The first answer wins:
+
+- the hedge answers while the first attempt runs: the task cancels the
+  caller's await of the first attempt (closing its connection), as
+  ``asyncio.timeout`` cancels its body, and ``took_over`` tells the driver
+  that cancellation was the race's, not the caller's or the deadline's;
+- the first attempt answers: ``lose`` cancels the hedge (or, answered too,
+  discards its answer) and counts it lost;
+- the first attempt fails: ``rest`` waits for the hedge, if one runs.
+
+Each hedge ending is judged and settled in its task as it ends, so a failure
+counts for the breaker at once. ``abort`` stops everything when the call
+itself is cancelled. For a stream, the attempt returns at its first byte, so
+the first first byte wins, and ``discard`` closes a losing stream that
+opened too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from laneway.core.clock import Clock
-from laneway.core.errors import AttemptFailure
+from laneway.core.clock import Clock, Timer
+from laneway.core.errors import AttemptFailure, Inexpressible
+from laneway.engine.actions import Done, PickHedge, SendHedge
 from laneway.engine.admission import Admitted, SourceAdmission
-from laneway.engine.callstate import CallState
-from laneway.engine.lane import Hedging, Lane
-from laneway.policy.hedge import Hedge, WaitUntil, step
+from laneway.engine.decision import CallDecision
 
 T = TypeVar("T")
+Sender = Callable[[Admitted], Awaitable[T]]
 
 
-@dataclass(slots=True)
-class RaceEnd(Generic[T]):
-    """One attempt of the race, ended: answered, failed, or cancelled (it lost)."""
+class HedgeRace(Generic[T]):
+    """One attempt's hedge: a timer until it is due, then a task that runs it."""
 
-    admitted: Admitted
-    hedge: bool
-    elapsed: float
-    result: T | None = None
-    failure: AttemptFailure | None = None
-    answered: bool = False
-
-
-@dataclass(slots=True)
-class _Runner(Generic[T]):
-    admitted: Admitted
-    hedge: bool
-    task: asyncio.Task[T]
-
-
-class Race(Generic[T]):
-    """Runs one attempt, and its hedge when due; ``run`` returns the winner or ``None``."""
+    __slots__ = (
+        "_baseline",
+        "_interrupted",
+        "aborting",
+        "admission",
+        "call",
+        "clock",
+        "decision",
+        "discard",
+        "error",
+        "first_running",
+        "over",
+        "send",
+        "task",
+        "timer",
+        "tokens",
+        "won",
+    )
 
     def __init__(
         self,
-        clock: Clock,
+        decision: CallDecision[T],
         admission: SourceAdmission,
-        lane: Lane,
-        hedging: Hedging,
-        state: CallState,
-        request_tokens: int | None,
-        attempt: Callable[[Admitted], Awaitable[T]],
-        on_end: Callable[[RaceEnd[T]], Awaitable[None]],
+        send: Sender[T],
+        tokens: int | None,
+        discard: Callable[[T], Awaitable[None]] | None,
+        clock: Clock,
     ) -> None:
-        self.clock, self.admission, self.lane, self.hedging = clock, admission, lane, hedging
-        self.state, self.tokens, self.attempt, self.on_end = state, request_tokens, attempt, on_end
+        call = asyncio.current_task()
+        assert call is not None, "an attempt runs in a task"
+        self.call, self._baseline, self._interrupted = call, call.cancelling(), False
+        self.decision, self.admission, self.send, self.tokens = decision, admission, send, tokens
+        self.discard, self.clock = discard, clock
+        self.timer: Timer | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.won: Done[T] | None = None
+        self.error: BaseException | None = None
+        self.first_running, self.over, self.aborting = True, False, False
 
-    async def run(self, first: Admitted, remaining: float) -> RaceEnd[T] | None:
-        """Race ``first`` (and its hedge); the winner, or ``None`` when every attempt failed."""
-        runners = [self._start(first, hedge=False)]
-        delay = self.hedging.limits.delay(self.hedging.answered.times)
-        hedgeable = delay + self.lane.policy.min_attempt < remaining
-        hedged = False
-        try:
-            while runners:
-                now = self.clock.now()
-                action = step(first.started, delay, now, hedged=hedged, hedgeable=hedgeable)
-                if isinstance(action, Hedge):
-                    hedged = True
-                    second = await self._second(first)
-                    if second is not None:
-                        runners.append(self._start(second, hedge=True))
-                    continue
-                await self._first_of(runners, action.at if isinstance(action, WaitUntil) else None)
-                for runner in [r for r in runners if r.task.done()]:
-                    ended = self._ended(runner)  # raises an unexpected error: released below
-                    runners.remove(runner)
-                    if ended.answered:
-                        await self._cancel(runners)
-                        return ended
-                    await self.on_end(ended)
-            return None
-        except BaseException:
-            await self._abort(runners)
-            raise
+    def arm(self, due: float) -> None:
+        """Start the hedge at ``due`` (the call clock's time), unless the race ends first."""
+        self.timer = self.clock.call_at(due, self._fire)
 
-    def _start(self, admitted: Admitted, *, hedge: bool) -> _Runner[T]:
-        running = (admitted.source.name, admitted.started)
-        if hedge:
-            self.state.hedge_in_flight = running
-        else:
-            self.state.in_flight = running
-        return _Runner(admitted, hedge, asyncio.ensure_future(self.attempt(admitted)))
+    def first_ended(self) -> None:
+        """The attempt in place ended (answered, failed): the hedge may no longer cut it."""
+        self.first_running = False
 
-    async def _second(self, first: Admitted) -> Admitted | None:
-        """The hedge's admission on another source, if the budget and admission allow it now."""
-        budget = self.hedging.budget
-        if not budget.take(self.clock.now()):
-            return None
-        sources = self.state.sources
-        others = dataclasses.replace(
-            sources,
-            excluded={*sources.excluded, first.source.name},
-            failures=dict(sources.failures),
-            revisit=dict(sources.revisit),
-            set_aside=set(sources.set_aside),
-        )
-        pick = await self.admission.pick(self.lane, others, self.tokens)
-        if isinstance(pick, Admitted):
-            return pick
-        budget.refund()
-        return None
+    def took_over(self) -> bool:
+        """Whether the cancellation the first attempt met was the race's (the hedge won or
+        broke), not the caller's or the deadline's, which must go on."""
+        self.first_running = False
+        if not self._interrupted:
+            return False
+        self._interrupted = False
+        return self.call.uncancel() <= self._baseline
 
-    async def _first_of(self, runners: list[_Runner[T]], until: float | None) -> None:
-        tasks = {runner.task for runner in runners}
-        if until is None or math.isinf(until):
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    async def lose(self) -> None:
+        """The first attempt answered: the hedge, if sent, is cancelled (or discarded) and lost."""
+        self.over = True
+        self._disarm()
+        task = self.task
+        if task is None:
             return
-        with contextlib.suppress(TimeoutError):
-            async with self.clock.deadline(until):
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        if self.decision.state.hedge_in_flight is not None:
+            task.cancel()
+        await asyncio.wait({task})
+        won, self.won = self.won, None
+        if won is not None:
+            if self.discard is not None:
+                await self.discard(won.result)
+            self.decision.lost(won.admitted, hedge=True)
+            await self.admission.abandon(won.admitted, None)
 
-    def _ended(self, runner: _Runner[T]) -> RaceEnd[T]:
-        self._landed(runner)
-        elapsed = self.clock.now() - runner.admitted.started
-        error = runner.task.exception()
-        if error is None:
-            return RaceEnd(
-                runner.admitted, runner.hedge, elapsed, runner.task.result(), answered=True
-            )
-        if isinstance(error, AttemptFailure):
-            return RaceEnd(runner.admitted, runner.hedge, elapsed, failure=error)
-        raise error
+    async def rest(self) -> Done[T] | None:
+        """The first attempt failed: the hedge's answer (a ``Done``), or ``None``."""
+        self._disarm()
+        if self.task is not None:
+            await asyncio.wait({self.task})
+        if self.error is not None:
+            raise self.error
+        won, self.won = self.won, None
+        return won
 
-    def _landed(self, runner: _Runner[T]) -> None:
-        if runner.hedge:
-            self.state.hedge_in_flight = None
+    async def abort(self) -> None:
+        """The call is cancelled or broken: stop the hedge and give back its admission."""
+        self.aborting, self.first_running = True, False
+        self._disarm()
+        task = self.task
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.wait({task})
+        won, self.won = self.won, None
+        if won is not None:
+            await self.admission.release(won.admitted)
+
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _fire(self) -> None:
+        self.timer = None
+        self.task = asyncio.ensure_future(self._hedge())
+
+    async def _hedge(self) -> None:
+        """The hedge's task: admitted on another source, sent, judged and settled as it ends."""
+        decision, admission = self.decision, self.admission
+        wanted = decision.hedge_due()
+        if type(wanted) is not PickHedge:
+            return
+        pick = await admission.pick(decision.lane, wanted.sources, self.tokens)
+        sent = decision.hedge_picked(pick)
+        if type(sent) is not SendHedge:
+            return
+        admitted = sent.admitted
+        if self.over:
+            decision.lost(admitted, hedge=True)
+            await admission.abandon(admitted, None)
+            return
+        try:
+            result = await self.send(admitted)
+        except asyncio.CancelledError:
+            if self.aborting:
+                await admission.release(admitted)
+                raise
+            decision.lost(admitted, hedge=True)
+            await admission.abandon(admitted, None)
+        except Inexpressible as refusal:
+            decision.refused(admitted, refusal, hedge=True)
+            await admission.release(admitted)
+        except AttemptFailure as failure:
+            decision.failed(admitted, failure, hedge=True)
+            await admission.settle(admitted, failure, None)
+        except BaseException as error:  # a bug in the attempt: the call ends with it
+            decision.landed(hedge=True)
+            await admission.release(admitted)
+            self.error = error
+            self._interrupt()
         else:
-            self.state.in_flight = None
+            self.won = decision.answered(admitted, result, hedge=True)
+            self._interrupt()
 
-    async def _cancel(self, losers: list[_Runner[T]]) -> None:
-        """Cancel the attempts still running; each is handed over as cancelled (or as failed)."""
-        for loser in losers:
-            loser.task.cancel()
-        if losers:
-            await asyncio.wait({loser.task for loser in losers})
-        for loser in losers:
-            self._landed(loser)
-            elapsed = self.clock.now() - loser.admitted.started
-            failure = None
-            if not loser.task.cancelled():
-                error = loser.task.exception()
-                failure = error if isinstance(error, AttemptFailure) else None
-            await self.on_end(RaceEnd(loser.admitted, loser.hedge, elapsed, failure=failure))
-
-    async def _abort(self, runners: list[_Runner[T]]) -> None:
-        """The call itself was cancelled (its deadline, its caller): stop and release all."""
-        for runner in runners:
-            runner.task.cancel()
-        if runners:
-            await asyncio.wait({runner.task for runner in runners})
-        for runner in runners:
-            await self.admission.release(runner.admitted)
+    def _interrupt(self) -> None:
+        """Cut the caller's await of the first attempt, if it still runs: the race is decided."""
+        if self.first_running and not self.aborting:
+            self._interrupted = True
+            self.call.cancel()

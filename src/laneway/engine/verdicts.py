@@ -11,6 +11,7 @@ import datetime
 import math
 from typing import Any
 
+from laneway.core.clock import TimeSource
 from laneway.core.errors import (
     AttemptFailure,
     CallFailed,
@@ -26,9 +27,59 @@ from laneway.core.errors import (
 from laneway.core.failures import FailureKind
 from laneway.core.types import Attempt
 from laneway.core.units import format_duration
+from laneway.engine.admission import NoSource
+from laneway.engine.callstate import CallState
 from laneway.engine.lane import Lane
+from laneway.policy.deadline import Deadline
 from laneway.policy.retry import GiveUp
-from laneway.policy.waits import Wait
+from laneway.policy.waits import PUSHBACK, Wait
+
+
+def given_up(
+    lane: Lane,
+    deadline: Deadline,
+    state: CallState,
+    clock: TimeSource,
+    failure: AttemptFailure,
+    verdict: GiveUp,
+) -> CallFailed:
+    """The error for a call the retry policy ended after ``failure``: a refused
+    Retry-After says when the source is ready; any other ``verdict`` names its reason."""
+    elapsed, attempts, budget = clock.now() - state.start, tuple(state.attempts), deadline.budget
+    if verdict.pushback:
+        wall = clock.wall()
+        return pushback_refused(lane, attempts, elapsed, budget, failure, verdict, wall)
+    return call_failed(lane, attempts, elapsed, budget, failure, verdict.reason)
+
+
+def no_source_left(
+    lane: Lane, deadline: Deadline, state: CallState, clock: TimeSource, verdict: NoSource
+) -> CallFailed:
+    """The error for a call no source will run: the stall verdict, or the last failure."""
+    elapsed, attempts, budget = clock.now() - state.start, tuple(state.attempts), deadline.budget
+    if verdict.stalled:
+        return stalled(lane, attempts, elapsed, budget, verdict.reason, state.waiting)
+    return call_failed(lane, attempts, elapsed, budget, state.last_failure, verdict.reason)
+
+
+def wait_cannot_fit(
+    lane: Lane, deadline: Deadline, state: CallState, clock: TimeSource, wait: Wait
+) -> CallFailed:
+    """The error for a wait that cannot fit in what is left of the deadline, raised at once.
+
+    A Retry-After mark names its source and when it is ready; after an
+    upstream failure the call ends on that failure, the unfit wait as
+    its reason; with no failure, on the wait itself.
+    """
+    now = clock.now()
+    elapsed, attempts, budget = now - state.start, tuple(state.attempts), deadline.budget
+    if wait.reason == PUSHBACK and wait.source is not None:
+        return source_pushed_back(lane, attempts, elapsed, budget, wait, clock.wall())
+    left = deadline.remaining(now)
+    if state.last_failure is not None:
+        reason = unfit_reason(wait, left)
+        return call_failed(lane, attempts, elapsed, budget, state.last_failure, reason)
+    return wait_unfit(lane, attempts, elapsed, budget, wait, left)
 
 
 def call_failed(
