@@ -11,9 +11,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from laneway import Laneway
+from laneway.config.models import LanewayConfig
 from laneway.errors import UpstreamFailed
 from laneway.tracing import SpanObserver
-from tests.helpers import one_lane, unique_spec
+from tests.helpers import one_lane, sim_url, unique_spec
+from tests.virtual import VirtualSim, in_virtual_time
 
 HELLO = [{"role": "user", "content": "hello"}]
 USAGE_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
@@ -101,3 +103,33 @@ async def test_a_failed_call_has_error_status(sim, exported) -> None:
     assert (call.attributes or {})["http.response.status_code"] == 503
     assert attempts and all(a.status.status_code is StatusCode.ERROR for a in attempts)
     assert not set(USAGE_KEYS) & set(call.attributes or {})
+
+
+@in_virtual_time
+async def test_a_hedge_race_is_two_sibling_attempt_spans_that_overlap(
+    vsim: VirtualSim, exported: tuple[InMemorySpanExporter, SpanObserver]
+) -> None:
+    exporter, observer = exported
+    slow, fast = unique_spec("sleep=5"), unique_spec("sleep=0.1")
+    sources = [
+        {"base_url": sim_url(vsim, slow), "model": "sim-model", "priority": 0},
+        {"base_url": sim_url(vsim, fast), "model": "sim-model", "priority": 1},
+    ]
+    lane = {"sources": sources, "hedge": {"after": "200ms", "max_share": 1.0}}
+    config = LanewayConfig.model_validate({"lanes": {"lane": lane}})
+    built = Laneway.from_settings(
+        config, environ={}, transport=vsim.transport, clock=vsim.clock, observers=[observer]
+    )
+    async with built as lw:
+        await lw.chat("lane", HELLO)
+    call, (first, hedge) = split(exporter.get_finished_spans())
+    outcomes = [dict(s.attributes or {})["laneway.attempt.outcome"] for s in (first, hedge)]
+    assert outcomes == ["cancelled", "hedge_won"]
+    assert first.start_time is not None and first.end_time is not None
+    assert hedge.start_time is not None and hedge.end_time is not None
+    assert hedge.start_time - first.start_time == pytest.approx(200_000_000, abs=1_000)
+    assert first.start_time < hedge.start_time < first.end_time, "the two attempts overlap"
+    assert hedge.end_time == pytest.approx(first.end_time, abs=1_000), "the loser is cut at the win"
+    assert hedge.end_time - hedge.start_time == pytest.approx(100_000_000, abs=1_000)
+    assert call.end_time is not None and hedge.end_time <= call.end_time
+    assert all(s.status.status_code is StatusCode.UNSET for s in (first, hedge))

@@ -2,8 +2,9 @@
 
 Start and end times come from the ``CallRecord`` (``time`` is the call's wall
 start, ``latency`` its length; attempts run one after another, each
-``elapsed`` long and followed by its ``waited`` backoff), so no span is open
-while a call runs. Attributes follow the OpenTelemetry GenAI semantic
+``elapsed`` long and followed by its ``waited`` backoff, except the attempts
+of a hedge race, which say when they ``began``: their spans are siblings that
+overlap), so no span is open while a call runs. Attributes follow the OpenTelemetry GenAI semantic
 conventions; token counts are left unset when the upstream reported none.
 """
 
@@ -61,7 +62,8 @@ class SpanObserver:
         context = set_span_in_context(call)
         cursor = start + round((record.queue_wait or 0.0) * NS)
         for number, attempt in enumerate(record.attempts, 1):
-            begun = min(cursor, end)
+            began = cursor if attempt.began is None else start + round(attempt.began * NS)
+            begun = min(began, end)
             finished = min(begun + round(attempt.elapsed * NS), end)
             child = self.tracer.start_span(
                 f"attempt {number} {attempt.source}",
@@ -73,7 +75,7 @@ class SpanObserver:
             if attempt.outcome not in NOT_FAILED:
                 child.set_status(Status(StatusCode.ERROR, attempt.message or attempt.outcome))
             child.end(end_time=finished)
-            cursor = finished + round(attempt.waited * NS)
+            cursor = max(cursor, finished + round(attempt.waited * NS))
         settle(call, record)
         call.end(end_time=end)
 
@@ -127,6 +129,8 @@ def attempt_attributes(
         "laneway.attempt.waited": attempt.waited,
         "laneway.attempt.continuation": attempt.continuation,
     }
+    if attempt.began is not None:
+        out["laneway.attempt.began"] = attempt.began
     if attempt.status is not None:
         out["http.response.status_code"] = attempt.status
     if attempt.outcome not in NOT_FAILED:
