@@ -249,6 +249,7 @@ def racing(clock: FakeClock, **settings: Any) -> tuple[Lane, CallDecision[str], 
 def test_the_hedge_is_due_after_its_delay_on_another_source() -> None:
     clock = FakeClock()
     lane, decision, first = racing(clock)
+    assert decision.hedge_at == first.started + 0.2
     assert decision.next() == Pause(first.started + 0.2, HEDGE_DUE)
     clock.advance(0.2)
     action = decision.next()
@@ -273,7 +274,16 @@ def test_the_hedge_that_answers_first_wins_and_the_first_attempt_is_cancelled() 
     outcome = decision.outcome(done)
     rows = [(a.source, a.outcome, rounded(a.began), rounded(a.elapsed)) for a in outcome.attempts]
     assert rows == [("a", "cancelled", 0.0, 0.25), ("b", "hedge_won", 0.2, 0.05)]
-    assert lane.hedging is not None and list(lane.hedging.answered.times) == [pytest.approx(0.05)]
+    assert lane.hedging is not None and list(lane.hedging.answered.times) == [], "fixed after"
+
+
+def test_a_percentile_after_keeps_each_answer_time() -> None:
+    clock = FakeClock()
+    lane, decision, first = racing(clock, hedge={"after": "p95", "max_share": 1.0})
+    assert decision.hedge_at == first.started + 2.0, "the cap (half of 4s) until 20 samples"
+    clock.advance(0.25)
+    decision.outcome(decision.answered(first, "answer"))
+    assert lane.hedging is not None and list(lane.hedging.answered.times) == [0.25]
 
 
 def test_an_empty_budget_or_a_hedge_not_admitted_means_no_hedge() -> None:
@@ -293,6 +303,7 @@ def test_an_empty_budget_or_a_hedge_not_admitted_means_no_hedge() -> None:
 def test_no_hedge_when_the_deadline_leaves_no_room_for_one() -> None:
     clock = FakeClock()
     _, decision, _ = racing(clock, deadline="400ms", min_attempt="250ms")
+    assert decision.hedge_at == math.inf
     assert decision.next() == Pause(math.inf, ANSWER)
 
 

@@ -23,6 +23,7 @@ connection.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -31,12 +32,12 @@ from laneway.core.clock import Clock
 from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.core.failures import FailureKind
 from laneway.core.units import format_duration
-from laneway.engine.actions import HEDGE_DUE, Done, Pause, Send, Stop
+from laneway.engine.actions import Done, Pause, Send, Stop
 from laneway.engine.admission import Admitted, SourceAdmission
 from laneway.engine.callstate import CallOutcome, tokens_used
 from laneway.engine.decision import CallDecision
 from laneway.engine.lane import Lane, Source
-from laneway.engine.race import HedgeRace
+from laneway.engine.race import HedgeRace, HedgeWatch
 from laneway.policy.deadline import Deadline
 from laneway.state.admission.base import SourceStore
 
@@ -52,6 +53,7 @@ class CallLoop:
         self.clock = clock
         self.rng = rng or random.Random()
         self.admission = SourceAdmission(store, clock)
+        self.hedges = HedgeWatch(clock, self.admission, self._bounded)
 
     async def run(
         self,
@@ -154,38 +156,45 @@ class CallLoop:
         request_tokens: int | None,
         discard: Discard[T] | None,
     ) -> Done[T] | None:
-        """One attempt on a hedged lane, raced by its hedge if it is due; the winner, if any."""
-        lane, deadline, admission = decision.lane, decision.deadline, self.admission
+        """One attempt on a hedged lane, raced by its hedge if it is due; the winner, if any.
 
-        def send(chosen: Admitted) -> Awaitable[T]:
-            return self._bounded(attempt, chosen, lane, deadline)
-
-        due, race = decision.next(), None
-        if type(due) is Pause and due.reason == HEDGE_DUE:
-            race = HedgeRace(decision, admission, send, request_tokens, discard, self.clock)
-            race.arm(due.until)
+        Each way the attempt ends first takes it out of the watch (``leave``),
+        before anything else is awaited: the hedge may no longer cut it.
+        """
+        watch = self.hedges
+        if decision.hedge_at < math.inf:
+            watch.enter(decision, attempt, request_tokens, discard)
+        race: HedgeRace[T] | None = None
         try:
             try:
-                result = await send(admitted)
-            except asyncio.CancelledError:
-                if race is None or not race.took_over():
-                    raise
+                result = await self._bounded(attempt, admitted, decision.lane, decision.deadline)
+            finally:
+                race = watch.leave(decision)
+        except asyncio.CancelledError:
+            if race is not None and race.took_over():
                 return await self._hedge_won(decision, admitted, race)
-            done = decision.answered(admitted, result)
-            if race is not None:
-                race.first_ended()
-                await race.lose()
-            return done
-        except AttemptFailure as failure:
-            if race is not None:
-                race.first_ended()
-            await self._failed(decision, admitted, failure)
-        except BaseException:
-            await admission.release(admitted)
-            if race is not None:
-                await race.abort()
+            await self._abort(admitted, race)
             raise
-        return None if race is None else await race.rest()
+        except AttemptFailure as failure:
+            await self._failed(decision, admitted, failure)
+            return None if race is None else await race.rest()
+        except BaseException:
+            await self._abort(admitted, race)
+            raise
+        done = decision.answered(admitted, result)
+        if race is not None:
+            try:
+                await race.lose()
+            except BaseException:
+                await self._abort(admitted, race)
+                raise
+        return done
+
+    async def _abort(self, admitted: Admitted, race: HedgeRace[T] | None) -> None:
+        """The call is cancelled or broken mid-attempt: give back the attempt and its hedge."""
+        await self.admission.release(admitted)
+        if race is not None:
+            await race.abort()
 
     async def _hedge_won(
         self, decision: CallDecision[T], first: Admitted, race: HedgeRace[T]
@@ -193,9 +202,10 @@ class CallLoop:
         """The hedge answered while the first attempt ran: the first, cancelled, lost.
 
         When the hedge broke instead (an error the call does not judge), the
-        call ends with that error; the caller's handler releases the first.
+        call ends with that error, the first attempt given back.
         """
         if race.error is not None:
+            await self.admission.release(first)
             raise race.error
         decision.lost(first, hedge=False)
         await self.admission.abandon(first, None)

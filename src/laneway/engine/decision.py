@@ -54,9 +54,10 @@ T = TypeVar("T")
 class CallDecision(Generic[T]):
     """One call's decisions over its ``state``; each event method returns the next action.
 
-    ``racing``: the lane's hedge races this call's attempts (each attempt may
-    get a hedge), so the driver runs them as tasks, up to two in flight.
-    ``hold``: the winning attempt is handed over unsettled (a stream's).
+    ``racing``: the lane's hedge races this call's attempts: each attempt
+    sent may get a hedge at ``hedge_at`` (the call clock's time; ``inf``:
+    none), which the driver starts beside it. ``hold``: the winning attempt is
+    handed over unsettled (a stream's).
     """
 
     __slots__ = (
@@ -64,10 +65,10 @@ class CallDecision(Generic[T]):
         "_delay",
         "_ended",
         "_first",
-        "_hedgeable",
-        "_hedged",
+        "_hedge_sent",
         "clock",
         "deadline",
+        "hedge_at",
         "hedging",
         "hold",
         "lane",
@@ -96,6 +97,7 @@ class CallDecision(Generic[T]):
         self.hedging: Hedging | None = None
         if racing and lane.hedging is not None:
             self.hedging = lane.hedging
+            self._hedge_sent = False
             lane.hedging.budget.called(start)
 
     def picked(self, pick: Admitted | Wait | NoSource) -> Send | Pause | Stop:
@@ -156,19 +158,27 @@ class CallDecision(Generic[T]):
         return CallOutcome(done.result, admitted.source, tuple(attempts), total, state.queue_wait)
 
     def _raced_or_held(self, done: Done[T]) -> CallOutcome[T]:
-        """``outcome`` of a race (the winner's label, its answer time kept for a percentile
-        ``after``) or of a held attempt (handed over unsettled and unlisted)."""
+        """``outcome`` on a hedged lane (the winner's label and, where a hedge ran beside it,
+        when it began; its answer time kept for a percentile ``after``) or of a held attempt
+        (handed over unsettled and unlisted)."""
         state, admitted, hedging = self.state, done.admitted, self.hedging
-        if hedging is not None:
+        if hedging is not None and hedging.limits.after is None:
             hedging.answered.add(done.elapsed)
         if self.hold:
             total, attempts = self.clock.now() - state.start, tuple(state.attempts)
             queued, source = state.queue_wait, admitted.source
             return CallOutcome(done.result, source, attempts, total, queued, admitted, done.hedge)
-        label, began = HEDGE_WON if done.hedge else "ok", admitted.started - state.start
-        state.attempts.append(Attempt(admitted.source.name, label, done.elapsed, 200, began=began))
-        total, attempts = self.clock.now() - state.start, tuple(state.attempts)
-        return CallOutcome(done.result, admitted.source, attempts, total, state.queue_wait)
+        if self._hedge_sent:
+            label = HEDGE_WON if done.hedge else "ok"
+            began = admitted.started - state.start
+            attempt = Attempt(admitted.source.name, label, done.elapsed, 200, began=began)
+        else:
+            attempt = Attempt(admitted.source.name, "ok", done.elapsed, status=200)
+        state.attempts.append(attempt)
+        total = self.clock.now() - state.start
+        return CallOutcome(
+            done.result, admitted.source, tuple(state.attempts), total, state.queue_wait
+        )
 
     def failed(self, admitted: Admitted, failure: AttemptFailure, *, hedge: bool = False) -> None:
         """An attempt failed: record it (the driver settles it, then asks ``next``)."""
@@ -248,6 +258,7 @@ class CallDecision(Generic[T]):
         """Admission's answer for the hedge: send it, or (not admitted, not sent) hold on."""
         if type(pick) is Admitted:
             self.state.hedge_in_flight = (pick.source.name, pick.started)
+            self._hedge_sent = True
             return SendHedge(pick)
         assert self.hedging is not None
         self.hedging.budget.refund()
@@ -256,29 +267,38 @@ class CallDecision(Generic[T]):
     def deadline_passed(self) -> CallFailed:
         """The deadline's verdict, with the attempts it cut recorded."""
         state, now = self.state, self.clock.now()
-        state.cut_in_flight(now, state.start if self.hedging is not None else None)
+        state.cut_in_flight(now, state.start if self.hedging and self._hedge_sent else None)
         attempts, budget = tuple(state.attempts), self.deadline.budget
         return deadline_exceeded(self.lane, attempts, now - state.start, budget, state.waiting)
 
     def _race_from(self, first: Admitted, hedging: Hedging) -> None:
-        """A race begins with ``first``: when its hedge is due, and whether one fits at all."""
-        self._first, self._hedged = first, False
-        self._delay = hedging.limits.delay(hedging.answered.times)
-        remaining = self.deadline.remaining(first.started)
-        self._hedgeable = self._delay + self.lane.policy.min_attempt < remaining
+        """A race begins with ``first``: when its hedge is due (``inf``: no hedge fits)."""
+        self._first = first
+        self._hedge_sent = False
+        limits = hedging.limits
+        delay = limits.after
+        if delay is None:
+            delay = limits.delay(hedging.answered.times)
+        self._delay = delay
+        started = first.started
+        fits_one = delay + self.lane.policy.min_attempt < self.deadline.at - started
+        self.hedge_at = started + delay if fits_one else math.inf
 
     def _race_step(self) -> PickHedge | Pause:
-        """Wait for the attempts in flight until the hedge is due; then ask for the hedge."""
+        """Wait for the attempts in flight until the hedge is due; then ask for the hedge.
+
+        ``hedge_at`` is ``inf`` once the hedge was asked for (or when none fits).
+        """
         assert self.hedging is not None and self._first is not None
-        now = self.clock.now()
-        started = self._first.started
-        action = step(started, self._delay, now, hedged=self._hedged, hedgeable=self._hedgeable)
+        now, first = self.clock.now(), self._first
+        hedged = self.hedge_at == math.inf
+        action = step(first.started, self._delay, now, hedged=hedged, hedgeable=True)
         if isinstance(action, WaitUntil):
             return Pause(action.at, HEDGE_DUE)
         if isinstance(action, Hedge):
-            self._hedged = True
+            self.hedge_at = math.inf
             if self.hedging.budget.take(now):
-                return PickHedge(self._others(self._first.source.name))
+                return PickHedge(self._others(first.source.name))
         return Pause(math.inf, ANSWER)
 
     def _others(self, first: str) -> CallSources:
@@ -299,5 +319,6 @@ class CallDecision(Generic[T]):
             self.state.in_flight = None
 
     def _began_of(self, admitted: Admitted) -> float | None:
-        """When a raced attempt began, from the call's start (traces draw races overlapping)."""
-        return admitted.started - self.state.start if self.hedging is not None else None
+        """When an attempt of a race began, from the call's start (traces draw the race's
+        attempts overlapping); ``None`` where no hedge ran beside it."""
+        return admitted.started - self.state.start if self.hedging and self._hedge_sent else None

@@ -1,12 +1,18 @@
-"""A hedged attempt: the attempt runs in place, and its hedge is a task a timer starts.
+"""Hedges of attempts in flight: one timer for them all, and a task for each hedge that starts.
 
-When the decision says a hedge is due at some instant (``Pause(until,
-HEDGE_DUE)`` after ``Send``), ``HedgeRace`` sets a timer for it and the
-driver awaits the first attempt in place, as on a lane without a hedge: a
-hedge that never fires costs one timer set and cancelled, no task and no
-extra turn of the event loop. When the timer fires, a task asks the decision
-(``hedge_due``: the budget, the attempt still in flight), picks another
-source and sends the hedge. The first answer wins:
+An attempt runs in place, awaited by its call's own task, as on a lane
+without a hedge. When the decision gives it a hedge time (``Send.hedge_at``),
+the driver enters it in the call loop's ``HedgeWatch`` and takes it out as
+soon as the attempt ends. The watch holds one timer, set for the earliest
+hedge time of the attempts it holds; with the same ``after`` for every call
+of a lane, a call that starts later is due later, so the timer set for an
+earlier call serves it too (it fires, finds nothing due, and is set again
+for the next). A hedge that never fires therefore costs a call two
+dictionary operations, no timer and no task.
+
+When an attempt's hedge is due, the watch makes its ``HedgeRace``: a task
+asks the decision (``hedge_due``: the budget, the attempt still in flight),
+picks another source and sends the hedge. The first answer wins:
 
 - the hedge answers while the first attempt runs: the task cancels the
   caller's await of the first attempt (closing its connection), as
@@ -14,7 +20,7 @@ source and sends the hedge. The first answer wins:
   that cancellation was the race's, not the caller's or the deadline's;
 - the first attempt answers: ``lose`` cancels the hedge (or, answered too,
   discards its answer) and counts it lost;
-- the first attempt fails: ``rest`` waits for the hedge, if one runs.
+- the first attempt fails: ``rest`` waits for the hedge.
 
 Each hedge ending is judged and settled in its task as it ends, so a failure
 counts for the breaker at once. ``abort`` stops everything when the call
@@ -26,21 +32,28 @@ opened too.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from laneway.core.clock import Clock, Timer
 from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.engine.actions import Done, PickHedge, SendHedge
 from laneway.engine.admission import Admitted, SourceAdmission
 from laneway.engine.decision import CallDecision
+from laneway.engine.lane import Lane, Source
+from laneway.policy.deadline import Deadline
 
 T = TypeVar("T")
 Sender = Callable[[Admitted], Awaitable[T]]
+Discard = Callable[[T], Awaitable[None]]
+AttemptFn = Callable[[Source], Awaitable[T]]
+Bounded = Callable[[AttemptFn[Any], Admitted, Lane, Deadline], Awaitable[Any]]
+"""``CallLoop._bounded``: one attempt, cut at its own timeout."""
 
 
 class HedgeRace(Generic[T]):
-    """One attempt's hedge: a timer until it is due, then a task that runs it."""
+    """One attempt's hedge, started: its task, and how the race with the first attempt ended."""
 
     __slots__ = (
         "_baseline",
@@ -48,7 +61,6 @@ class HedgeRace(Generic[T]):
         "aborting",
         "admission",
         "call",
-        "clock",
         "decision",
         "discard",
         "error",
@@ -56,7 +68,6 @@ class HedgeRace(Generic[T]):
         "over",
         "send",
         "task",
-        "timer",
         "tokens",
         "won",
     )
@@ -64,35 +75,23 @@ class HedgeRace(Generic[T]):
     def __init__(
         self,
         decision: CallDecision[T],
+        call: asyncio.Task[Any],
         admission: SourceAdmission,
         send: Sender[T],
         tokens: int | None,
-        discard: Callable[[T], Awaitable[None]] | None,
-        clock: Clock,
+        discard: Discard[T] | None,
     ) -> None:
-        call = asyncio.current_task()
-        assert call is not None, "an attempt runs in a task"
-        self.call, self._baseline, self._interrupted = call, call.cancelling(), False
-        self.decision, self.admission, self.send, self.tokens = decision, admission, send, tokens
-        self.discard, self.clock = discard, clock
-        self.timer: Timer | None = None
-        self.task: asyncio.Task[None] | None = None
+        self.decision, self.call, self.admission, self.send = decision, call, admission, send
+        self.tokens, self.discard = tokens, discard
+        self._baseline, self._interrupted = call.cancelling(), False
         self.won: Done[T] | None = None
         self.error: BaseException | None = None
         self.first_running, self.over, self.aborting = True, False, False
-
-    def arm(self, due: float) -> None:
-        """Start the hedge at ``due`` (the call clock's time), unless the race ends first."""
-        self.timer = self.clock.call_at(due, self._fire)
-
-    def first_ended(self) -> None:
-        """The attempt in place ended (answered, failed): the hedge may no longer cut it."""
-        self.first_running = False
+        self.task = asyncio.ensure_future(self._hedge())
 
     def took_over(self) -> bool:
         """Whether the cancellation the first attempt met was the race's (the hedge won or
         broke), not the caller's or the deadline's, which must go on."""
-        self.first_running = False
         if not self._interrupted:
             return False
         self._interrupted = False
@@ -101,10 +100,7 @@ class HedgeRace(Generic[T]):
     async def lose(self) -> None:
         """The first attempt answered: the hedge, if sent, is cancelled (or discarded) and lost."""
         self.over = True
-        self._disarm()
         task = self.task
-        if task is None:
-            return
         if self.decision.state.hedge_in_flight is not None:
             task.cancel()
         await asyncio.wait({task})
@@ -116,10 +112,8 @@ class HedgeRace(Generic[T]):
             await self.admission.abandon(won.admitted, None)
 
     async def rest(self) -> Done[T] | None:
-        """The first attempt failed: the hedge's answer (a ``Done``), or ``None``."""
-        self._disarm()
-        if self.task is not None:
-            await asyncio.wait({self.task})
+        """The first attempt failed: the hedge's answer, or ``None``."""
+        await asyncio.wait({self.task})
         if self.error is not None:
             raise self.error
         won, self.won = self.won, None
@@ -127,25 +121,12 @@ class HedgeRace(Generic[T]):
 
     async def abort(self) -> None:
         """The call is cancelled or broken: stop the hedge and give back its admission."""
-        self.aborting, self.first_running = True, False
-        self._disarm()
-        task = self.task
-        if task is None:
-            return
-        task.cancel()
-        await asyncio.wait({task})
+        self.aborting = True
+        self.task.cancel()
+        await asyncio.wait({self.task})
         won, self.won = self.won, None
         if won is not None:
             await self.admission.release(won.admitted)
-
-    def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _fire(self) -> None:
-        self.timer = None
-        self.task = asyncio.ensure_future(self._hedge())
 
     async def _hedge(self) -> None:
         """The hedge's task: admitted on another source, sent, judged and settled as it ends."""
@@ -190,3 +171,75 @@ class HedgeRace(Generic[T]):
         if self.first_running and not self.aborting:
             self._interrupted = True
             self.call.cancel()
+
+
+class HedgeWatch:
+    """The attempts in flight that a hedge may race, and one timer for the earliest hedge time.
+
+    ``enter`` an attempt as it starts, ``leave`` it the moment it ends: the
+    ``HedgeRace`` its hedge started, if the hedge was due meanwhile.
+    """
+
+    __slots__ = ("_at", "_loop", "_timer", "admission", "bounded", "clock", "races", "waiting")
+
+    def __init__(self, clock: Clock, admission: SourceAdmission, bounded: Bounded) -> None:
+        self.clock, self.admission, self.bounded = clock, admission, bounded
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.waiting: dict[CallDecision[Any], tuple[Any, ...]] = {}
+        self.races: dict[CallDecision[Any], HedgeRace[Any]] = {}
+        self._timer: Timer | None = None
+        self._at = math.inf
+
+    def enter(
+        self,
+        decision: CallDecision[T],
+        attempt: AttemptFn[T],
+        tokens: int | None,
+        discard: Discard[T] | None,
+    ) -> None:
+        """Hold ``decision``'s attempt in flight until its hedge time (``decision.hedge_at``)."""
+        call = asyncio.current_task()
+        assert call is not None, "an attempt runs in a task"
+        self.waiting[decision] = (call, attempt, tokens, discard)
+        loop = call.get_loop()
+        if decision.hedge_at < self._at or loop is not self._loop:
+            self._loop = loop
+            self._arm(decision.hedge_at)
+
+    def leave(self, decision: CallDecision[T]) -> HedgeRace[T] | None:
+        """The attempt ended: its race, if its hedge started (the hedge may no longer cut it)."""
+        if self.waiting.pop(decision, None) is not None:
+            return None
+        race = self.races.pop(decision, None)
+        if race is not None:
+            race.first_running = False
+        return race
+
+    def _sender(self, decision: CallDecision[T], attempt: AttemptFn[T]) -> Sender[T]:
+        lane, deadline, bounded = decision.lane, decision.deadline, self.bounded
+
+        def send(admitted: Admitted) -> Awaitable[T]:
+            return bounded(attempt, admitted, lane, deadline)
+
+        return send
+
+    def _arm(self, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._at = at
+        self._timer = self.clock.call_at(at, self._fire)
+
+    def _fire(self) -> None:
+        """Start the hedges that are due; set the timer for the next hedge time."""
+        self._timer, self._at = None, math.inf
+        now, soonest = self.clock.now(), math.inf
+        for decision, held in list(self.waiting.items()):
+            if decision.hedge_at > now:
+                soonest = min(soonest, decision.hedge_at)
+                continue
+            del self.waiting[decision]
+            call, attempt, tokens, discard = held
+            send = self._sender(decision, attempt)
+            self.races[decision] = HedgeRace(decision, call, self.admission, send, tokens, discard)
+        if soonest < math.inf:
+            self._arm(soonest)

@@ -28,7 +28,7 @@ from laneway.core.records import (
     no_prices,
     reply_cost,
 )
-from laneway.core.types import UNJUDGED
+from laneway.core.types import UNJUDGED, Attempt
 from laneway.engine.lane import Lane
 
 Facts = Callable[[], dict[str, Any]]
@@ -74,7 +74,7 @@ class Recorder:
         """Record a successful call; ``fields`` are ``CallRecord`` fields. Returns its cost."""
         fields["outcome"] = "ok"
         cost = reply_cost(self.price(self._emit(lane, started, meta, fields)))
-        if lane.hedging is not None and any(a.outcome in UNJUDGED for a in fields["attempts"]):
+        if lane.hedging is not None and _raced(fields["attempts"]):
             return cost[0], RACE_LOSER_COST
         return cost
 
@@ -188,3 +188,8 @@ class Failures:
             self.cost = self._recorder.failed(
                 self._lane, self._started, self._meta, error, **fields
             )
+
+
+def _raced(attempts: Sequence[Attempt]) -> bool:
+    """Whether a race was lost in ``attempts`` (it leaves two at least: loser and winner)."""
+    return len(attempts) > 1 and any(a.outcome in UNJUDGED for a in attempts)
