@@ -120,12 +120,12 @@ class SourceAdmission:
         candidates = [self._candidate(lane, memory, s, call, now) for s in sources]
         plan = selection.plan(candidates, memory.turns, lane.health)
         ticket = f"{self._ticket_prefix}-{next(self._tickets)}"
-        by_name = {s.name: s for s in sources}
-        asks = [self._ask(lane, by_name[t.name], t, request_tokens, ticket) for t in plan.tries]
+        named = lane.named
+        asks = [self._ask(lane, named[t.name], t, request_tokens, ticket) for t in plan.tries]
         admission = await self._reserve(lane, memory, asks)
         if admission.granted is not None:
             chosen = plan.tries[asks.index(admission.granted)]
-            return self._admitted(lane, memory, by_name[chosen.name], admission, chosen, candidates)
+            return self._admitted(lane, memory, named[chosen.name], admission, chosen, candidates)
         wait = soonest(_waits(plan, admission))
         assert wait is not None, "a source not tried has a wait; a refused one has a refusal"
         progress = memory.last_progress(lane.source_keys)
@@ -201,16 +201,21 @@ class SourceAdmission:
         self, lane: Lane, memory: LaneMemory, source: Source, call: CallSources, now: float
     ) -> Candidate:
         log = summarize(memory.records.get(source.key, EMPTY_RECORD), lane.health.half_life)
-        pushed_back = memory.pushed_back_for(source, now)
-        revisit = _revisit(call, source.name, pushed_back, now)
-        honoured = revisit is None and _honoured(lane, pushed_back)
+        pushed_back = memory.pushed_back_for(source, now) if memory.pushed_back else 0.0
+        revisit = _revisit(call, source.name, pushed_back, now) if call.revisit else None
+        honoured = revisit is None and pushed_back > 0 and _honoured(lane, pushed_back)
+        blocked: Wait | None = None
+        if honoured:
+            blocked = Wait(pushed_back, PUSHBACK, source.name)
+        elif source.pacing is not None:
+            blocked = memory.full(source)
         return Candidate(
             source.name,
             lane.health.score(log, now),
             (source.breaker or lane.breaker).gate(log, now),
             source.config.priority,
             source.config.weight,
-            Wait(pushed_back, PUSHBACK, source.name) if honoured else memory.full(source),
+            blocked,
             call.failures.get(source.name, 0),
             log.last_failure,
             revisit,
@@ -235,7 +240,7 @@ class SourceAdmission:
         """One store round trip; concurrency slots are held across it so no pick overtakes."""
         if not asks:
             return Admission(None, (), {})
-        held = self._held(lane, memory, asks)
+        held = self._held(lane, memory, asks) if lane.paced else []
         for pacer in held:
             pacer.take()
         granted: Pacer | None = None
@@ -252,8 +257,6 @@ class SourceAdmission:
 
     def _held(self, lane: Lane, memory: LaneMemory, asks: list[Ask]) -> list[Pacer]:
         """The pacers of the asked sources, whose slots are held across the store round trip."""
-        if not lane.paced:
-            return []
         names = {ask.source for ask in asks}
         paced = (memory.pacer(s) for s in lane.sources if s.key in names)
         return [pacer for pacer in paced if pacer is not None]
