@@ -42,8 +42,10 @@ def after_failure(
     record = state.attempts[-1]
     decision = retry_decision(lane, deadline, state, failed, clock.now(), rng)
     if isinstance(decision, GiveUp):
-        return given_up(lane, deadline, state, clock, failure, decision)
-    spend(state, decision, failure.label)
+        verdict = given_up(lane, deadline, state, clock, failure, decision)
+        verdict.__context__ = failure  # the caller's verdict leads back to the last failure
+        return verdict
+    count_spent(state, decision, failure.label)
     calls = state.sources
     if decision.if_alone is not None:
         calls.excluded.add(source.name)
@@ -91,7 +93,7 @@ def retry_decision(
     return decision.if_alone
 
 
-def spend(state: CallState, decision: Retry | Pushback | Move, label: str) -> None:
+def count_spent(state: CallState, decision: Retry | Pushback | Move, label: str) -> None:
     """Count what trying again costs: a retry (of ``label``'s class), a pushback, or nothing."""
     if isinstance(decision, Move):
         return
