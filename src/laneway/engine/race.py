@@ -230,8 +230,14 @@ class HedgeWatch:
         self._timer = self.clock.call_at(at, self._fire)
 
     def _fire(self) -> None:
-        """Start the hedges that are due; set the timer for the next hedge time."""
+        """The timer rang: start the due hedges one turn of the loop later, so an attempt that
+        answers at the very instant its hedge is due wins the tie (its wake-up is queued first)."""
         self._timer, self._at = None, math.inf
+        assert self._loop is not None, "the timer was set on a loop"
+        self._loop.call_soon(self._start_due)
+
+    def _start_due(self) -> None:
+        """Start the hedges that are due; set the timer for the next hedge time."""
         now, soonest = self.clock.now(), math.inf
         for decision, held in list(self.waiting.items()):
             if decision.hedge_at > now:
