@@ -4,6 +4,7 @@
 #
 #   bash bench/gateway_instructions.sh TREE [TREE...]
 #   PROMPT_BYTES=40000 bash bench/gateway_instructions.sh TREE...   (a 40 kB conversation a request)
+#   REQUEST=embeddings bash bench/gateway_instructions.sh TREE...    (64 x 1,536-dim base64 vectors)
 #
 # TREE is a checkout (`git worktree add /tmp/old <commit>`), run with PYTHONPATH=TREE/src and this
 # checkout's .venv and driver (bench/_gateway_requests.py): the `laneway serve` app of a config with
@@ -22,6 +23,11 @@ for _ in $(seq 100); do
   curl -s -o /dev/null "http://127.0.0.1:$port/" && break
   sleep 0.1
 done
+embed_lane() {  # the lane REQUEST=embeddings calls, pinned to the sim's 1,536 dimensions
+  [ "${REQUEST:-chat}" = embeddings ] || return 0
+  printf '  em:\n    kind: embed\n    dimensions: 1536\n    sources:\n'
+  printf '      - {provider: openai, base_url: "http://127.0.0.1:%s/b/dims=1536/v1", model: e}\n' "$port"
+}
 total() {  # TREE CALLS -> callgrind's total instructions of the driver process
   rm -f "$out/telemetry.sqlite3"*
   cat >"$out/laneway.yaml" <<YAML
@@ -31,6 +37,7 @@ lanes:
     deadline: 30s
     sources:
       - {provider: openai, base_url: "http://127.0.0.1:$port/b/ok/v1", model: sim-model}
+$(embed_lane)
 server:
   host: 127.0.0.1
   keys:
