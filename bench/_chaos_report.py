@@ -30,7 +30,10 @@ attempt timeout, `allowed_fails`/`cooldown_time` = the breaker, and
 `enable_pre_call_checks` where `rpm` is declared (its rpm filter runs only
 then); scenario 5 runs two Router processes with `redis_host`/`redis_port`.
 LiteLLM has no whole-call deadline, so its overruns are counted against the
-same deadline the laneway lane enforces. Each LiteLLM process makes one
+same deadline the laneway lane enforces. Scenarios 6 and 7 are one long tail
+(a source answering one call in twenty after 5 s, beside a steady one) without
+and with laneway's `hedge: {after: 200ms}`; LiteLLM has no hedge, so it runs
+7 as 6, and its p99 there is what a gateway without hedging gives. Each LiteLLM process makes one
 warm-up call first (its first call takes seconds of lazy imports). Figures
 are from one run, not medians of rounds: scenario 2 (where the flap phase
 falls) and LiteLLM's random picks move by a point or two between runs.
