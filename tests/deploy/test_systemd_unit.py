@@ -22,6 +22,7 @@ def test_the_unit_has_a_state_directory_restart_and_wants_what_it_is_after() -> 
     service = parsed["Service"]
     assert service["StateDirectory"] == "laneway" and service["WorkingDirectory"]
     assert service["Restart"] == "on-failure"
+    assert service["RestartPreventExitStatus"] == "2", "a refusal to start is not retried"
     assert parsed["Unit"]["Wants"] == parsed["Unit"]["After"] == "network-online.target"
 
 
