@@ -20,10 +20,10 @@ records nothing itself beyond the lanes skipped as not ready.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from laneway.core.errors import CallFailed, RequestInvalid, StreamInterrupted
 from laneway.core.types import Attempt, ChatChunk, ChatRequest, Usage
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from laneway.engine.lane import Lane
     from laneway.engine.parts import CallParts
     from laneway.engine.recording import ReplyCost
+    from laneway.engine.relay import Encode
+
+T = TypeVar("T")
 
 
 class ChatStream:
@@ -60,7 +63,8 @@ class ChatStream:
         self._earlier_malformed = 0
         self._ended = False
         """The current lane's attempts are in the chain's ``tried``: the call failed."""
-        self._iterator: AsyncGenerator[ChatChunk, None] | None = None
+        self._chunks: AsyncGenerator[ChatChunk, None] | None = None
+        self._pieces: AsyncGenerator[bytes, None] | None = None
         first = self._next_lane(None)
         assert first is not None, "a chain has a ready lane, or it raised LaneNotReady"
         self._current = first
@@ -134,15 +138,26 @@ class ChatStream:
         return self._chain.elapsed()
 
     def __aiter__(self) -> AsyncGenerator[ChatChunk, None]:
-        if self._iterator is None:
+        if self._chunks is None:
             alone = len(self._chain.lanes) == 1
-            self._iterator = aiter(self._current) if alone else self._run()
-        return self._iterator
+            self._chunks = aiter(self._current) if alone else self._run(aiter)
+        return self._chunks
+
+    def relay(self, encode: Encode, wire: str | None) -> AsyncGenerator[bytes, None]:
+        """The stream as the bytes to send a caller over the wire (``LaneStream.relay``)."""
+        if self._pieces is None:
+            alone = len(self._chain.lanes) == 1
+            if alone:
+                self._pieces = self._current.relay(encode, wire)
+            else:
+                self._pieces = self._run(lambda lane: lane.relay(encode, wire))
+        return self._pieces
 
     async def aclose(self) -> None:
         """Stop the stream and release its upstream connection at once."""
-        if self._iterator is not None:
-            await self._iterator.aclose()
+        for iterator in (self._chunks, self._pieces):
+            if iterator is not None:
+                await iterator.aclose()
 
     async def __aenter__(self) -> ChatStream:
         return self
@@ -150,14 +165,16 @@ class ChatStream:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _run(self) -> AsyncGenerator[ChatChunk, None]:
+    async def _run(
+        self, each: Callable[[LaneStream], AsyncGenerator[T, None]]
+    ) -> AsyncGenerator[T, None]:
         delivered = False
         while True:
             try:
-                async with aclosing(aiter(self._current)) as chunks:
-                    async for chunk in chunks:
+                async with aclosing(each(self._current)) as pieces:
+                    async for piece in pieces:
                         delivered = True
-                        yield chunk
+                        yield piece
                 return
             except CallFailed as exc:
                 following = self._after(exc, delivered)

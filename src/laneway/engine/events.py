@@ -3,20 +3,61 @@
 The transport hands a streamed body one network read at a time, cut at line
 endings (``HttpStream.blocks``). ``UpstreamEvents`` parses the ``data:``
 lines of a block one event at a time through the source's ``EventParser``
-and keeps what the answer delivered (``AnswerProgress``): text, reasoning, whether
-its final chunk came, its usage. Malformed events are skipped and counted;
-``[DONE]`` ends the answer, and so does the usage chunk once the final chunk
-came (a missing ``[DONE]`` then holds nobody).
+and keeps what the answer delivered (``AnswerProgress``): text, reasoning,
+whether its final chunk came, its usage. Malformed events are skipped and
+counted; ``[DONE]`` ends the answer, and so does the usage chunk once the
+final chunk came (a missing ``[DONE]`` then holds nobody).
+
+A relayed block (``laneway.engine.relay``) is not parsed: it is kept as it
+came (``RawEvents``), and its text is read from it only when something asks
+(a continuation's prefill, an estimate of what a broken answer used).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 
 from laneway.core.transport import HttpStream
 from laneway.core.types import ChatChunk, Usage
 from laneway.providers.base import EventParser
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvents:
+    """A block of events passed on as they came, parsed only when something asks."""
+
+    block: bytes
+    parser: EventParser
+
+    def chunks(self) -> list[ChatChunk]:
+        """The block's events (a stateless parser's, so reading them later reads the same)."""
+        chunks: list[ChatChunk] = []
+        for line in self.block.split(b"\n"):
+            if line.startswith(b"data:"):
+                try:
+                    chunk = self.parser.parse_event(line[5:].strip())
+                except ValueError:
+                    continue
+                if chunk is not None:
+                    chunks.append(chunk)
+        return chunks
+
+
+Text = list[str | RawEvents]
+"""Pieces of text in order: parsed pieces, and relayed blocks not read yet."""
+
+
+def joined_text(pieces: Text, *, reasoning: bool = False) -> str:
+    """The text (or the reasoning) of ``pieces``, each relayed block's chunks read for it."""
+    texts: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            texts.append(piece)
+            continue
+        chunks = piece.chunks()
+        texts.extend(c.reasoning_content if reasoning else c.content for c in chunks)
+    return "".join(texts)
 
 
 @dataclass(slots=True)
@@ -25,13 +66,21 @@ class AnswerProgress:
 
     malformed: int = 0
     finished: bool = False
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
+    content: Text = field(default_factory=list)
+    reasoning: Text = field(default_factory=list)
     usage: Usage | None = None
+
+    def text(self) -> str:
+        """The answer's text so far."""
+        return joined_text(self.content)
+
+    def reasoning_text(self) -> str:
+        """The answer's reasoning so far."""
+        return joined_text(self.reasoning, reasoning=True)
 
 
 class UpstreamEvents:
-    """The parsed events of one upstream answer, one ``next`` at a time."""
+    """The events of one upstream answer: parsed one ``next`` at a time, or a block at a time."""
 
     __slots__ = ("_blocks", "_ended", "_lines", "_parser", "progress")
 
@@ -51,14 +100,44 @@ class UpstreamEvents:
                 chunk = self._take(lines.pop())
                 if chunk is not None:
                     return chunk
-            if self._ended:
-                return None
-            block = await anext(self._blocks, None)
+            block = await self.read_block()
             if block is None:
-                self._ended = True
                 return None
             lines[:] = block.split(b"\n")
             lines.reverse()
+
+    async def read_block(self) -> bytes | None:
+        """The next network read's whole lines, unread; ``None`` once the answer ended."""
+        if self._ended:
+            return None
+        block = await anext(self._blocks, None)
+        if block is None:
+            self._ended = True
+        return block
+
+    def pending(self) -> list[ChatChunk]:
+        """The events left in the current block, parsed (``next`` stopped inside it)."""
+        lines, self._lines = self._lines, []
+        return self._parsed(reversed(lines))
+
+    def parse(self, block: bytes) -> list[ChatChunk]:
+        """``block``'s events, parsed and noted, up to the answer's end."""
+        return self._parsed(block.split(b"\n"))
+
+    def relayed(self, block: bytes) -> RawEvents:
+        """``block`` passed on unread: its text is noted as a piece to read when asked."""
+        raw = RawEvents(block, self._parser)
+        self.progress.content.append(raw)
+        self.progress.reasoning.append(raw)
+        return raw
+
+    def _parsed(self, lines: Iterable[bytes]) -> list[ChatChunk]:
+        chunks: list[ChatChunk] = []
+        for line in lines:
+            chunk = self._take(line)
+            if chunk is not None:
+                chunks.append(chunk)
+        return chunks
 
     def _take(self, line: bytes) -> ChatChunk | None:
         """One line's event, noted in ``progress``; ``None`` for a line that is no event."""

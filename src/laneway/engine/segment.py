@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 from laneway.core.errors import AttemptFailure
 from laneway.core.estimate import chat_usage_or_estimate
 from laneway.core.failures import FailureKind
+from laneway.core.messages import ChatMessage
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
-from laneway.engine.continuation import Splice, has_tool_delta
+from laneway.engine.continuation import ContinuationPlan, Opening, Splice, has_tool_delta
 from laneway.engine.events import AnswerProgress, UpstreamEvents
 from laneway.policy.quota import used_tokens
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from laneway.core.transport import Transport
     from laneway.engine.admission import Admitted, SourceAdmission
     from laneway.engine.lane import Lane, Source
+    from laneway.engine.parts import CallParts
     from laneway.policy.deadline import Deadline
 
 FINAL_USAGE_GRACE = 1.0
@@ -132,6 +134,47 @@ async def _first_token(
     raise AttemptFailure(FailureKind.CUT, "stream ended before its first token")
 
 
+def prefilled(request: ChatRequest, sent: str) -> ChatRequest:
+    """The caller's request with the answer sent so far as an assistant prefill."""
+    prefill: ChatMessage = {"role": "assistant", "content": sent}
+    return ChatRequest([*request.messages, prefill], request.params)
+
+
+async def ask(
+    parts: CallParts,
+    lane: Lane,
+    source: Source,
+    request: ChatRequest,
+    plan: ContinuationPlan,
+    sent: str | None,
+    refused: Callable[[Attempt], None],
+) -> OpenedAnswer:
+    """Open a segment on ``source`` and read up to its first token (one attempt of the loop).
+
+    ``sent``: the text a continuation goes on from (``None``: the answer's
+    first segment). A continuation goes to a prefill source with the prefill,
+    to any other afresh, its answer to be spliced onto the text sent; a
+    prefill the source refuses is noted (``refused``) and asked again at once
+    without it, spliced, where the plan says so.
+    """
+    transport, clock = parts.transport, parts.clock
+    if sent is None:
+        return await open_answer(transport, clock, lane, source, request, None)
+    if plan.opening(source.config.accepts_prefill) is Opening.SPLICE:
+        return await open_answer(transport, clock, lane, source, request, Splice(sent))
+    started = clock.now()
+    try:
+        return await open_answer(transport, clock, lane, source, prefilled(request, sent), None)
+    except AttemptFailure as failure:
+        if not plan.splice_after_refusal(failure):
+            raise
+        elapsed = clock.now() - started
+        why = f"refused the prefill ({failure.message}); asked again without it"
+        attempt = Attempt(source.name, failure.label, elapsed, failure.status, message=why)
+        refused(dataclasses.replace(attempt, continuation=True))
+    return await open_answer(transport, clock, lane, source, request, Splice(sent))
+
+
 @dataclass(slots=True)
 class Segment:
     """One upstream answer of the stream, holding its attempt's admission until it ends."""
@@ -160,7 +203,7 @@ class Segment:
             except (AttemptFailure, TimeoutError) as exc:
                 if progress.finished:
                     break
-                raise Broken(self._why_broken(exc)) from None
+                raise Broken(self.why_broken(exc)) from None
             if upcoming is None:
                 break
             taken = _spliced(splice, upcoming)
@@ -184,7 +227,8 @@ class Segment:
             limits.append(FINAL_USAGE_GRACE)
         return max(min(limits), 0.0)
 
-    def _why_broken(self, cause: BaseException) -> AttemptFailure:
+    def why_broken(self, cause: BaseException) -> AttemptFailure:
+        """The failure a read that ended in ``cause`` means: the deadline, idle, a cut."""
         if self.deadline.expired(self.clock.now()):
             return AttemptFailure(FailureKind.DEADLINE, "the deadline passed mid-stream")
         if isinstance(cause, TimeoutError):
@@ -235,8 +279,8 @@ class Segment:
             progress.usage or NO_USAGE,
             estimate or self.lane.config.estimate_missing_usage,
             self.opened.request.messages,
-            "".join(progress.content),
-            "".join(progress.reasoning),
+            progress.text(),
+            progress.reasoning_text(),
         )
 
 

@@ -38,27 +38,27 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from laneway.core.errors import AttemptFailure, CallFailed, StreamInterrupted
-from laneway.core.messages import ChatMessage
 from laneway.core.records import CallMeta
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.engine.continuation import (
     ContinuationPlan,
     ContinuingSource,
-    Opening,
     Resume,
-    Splice,
 )
-from laneway.engine.segment import Broken, OpenedAnswer, Segment, open_answer
+from laneway.engine.relay import CHUNKS, Encode, RelayOutput, StreamOutput
+from laneway.engine.segment import Broken, Segment, ask, prefilled
 from laneway.engine.stream_facts import SentAnswer, StreamAttempts
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
 
 if TYPE_CHECKING:
-    from laneway.engine.lane import Lane, Source
+    from laneway.engine.lane import Lane
     from laneway.engine.parts import CallParts
+
+T = TypeVar("T")
 
 
 class LaneStream:
@@ -93,7 +93,8 @@ class LaneStream:
         self.malformed_events = 0
         self.first_token_at: float | None = None
         self._started = parts.clock.now()
-        self._iterator: AsyncGenerator[ChatChunk, None] | None = None
+        self._chunks: AsyncGenerator[ChatChunk, None] | None = None
+        self._pieces: AsyncGenerator[bytes, None] | None = None
         self.cost: Decimal | None = None
         self.cost_unknown: str | None = None
 
@@ -134,14 +135,26 @@ class LaneStream:
         return self._shared.clock.now() - self._started
 
     def __aiter__(self) -> AsyncGenerator[ChatChunk, None]:
-        if self._iterator is None:
-            self._iterator = self._run()
-        return self._iterator
+        if self._chunks is None:
+            self._chunks = self._run(CHUNKS)
+        return self._chunks
+
+    def relay(self, encode: Encode, wire: str | None) -> AsyncGenerator[bytes, None]:
+        """The stream as the bytes to send a caller over the wire (``laneway.engine.relay``).
+
+        Each chunk is written by ``encode``; a caller whose encoder writes the
+        events of ``wire`` as they came is sent a relayed source's network
+        reads as they came. Read it or iterate the stream, not both.
+        """
+        if self._pieces is None:
+            self._pieces = self._run(RelayOutput(encode, wire))
+        return self._pieces
 
     async def aclose(self) -> None:
         """Stop the stream and release its upstream connection at once."""
-        if self._iterator is not None:
-            await self._iterator.aclose()
+        for iterator in (self._chunks, self._pieces):
+            if iterator is not None:
+                await iterator.aclose()
 
     async def __aenter__(self) -> LaneStream:
         return self
@@ -149,14 +162,14 @@ class LaneStream:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _run(self) -> AsyncGenerator[ChatChunk, None]:
+    async def _run(self, out: StreamOutput[T]) -> AsyncGenerator[T, None]:
         recorder = self._shared.recorder
         failures = recorder.failures(self.lane, self._call, self._meta, self._facts)
         try:
             with failures:
-                async with aclosing(self._segments_in_turn()) as segments:
-                    async for chunk in segments:
-                        yield chunk
+                async with aclosing(self._segments_in_turn(out)) as segments:
+                    async for piece in segments:
+                        yield piece
         finally:
             if failures.cost is not None:
                 self.cost, self.cost_unknown = failures.cost
@@ -178,7 +191,7 @@ class LaneStream:
             facts["model"] = self.model
         return facts
 
-    async def _segments_in_turn(self) -> AsyncGenerator[ChatChunk, None]:
+    async def _segments_in_turn(self, out: StreamOutput[T]) -> AsyncGenerator[T, None]:
         """The answer, segment after segment, until one finishes or none can continue."""
         lane, continuation = self.lane, self._resume is not None
         while True:
@@ -190,9 +203,15 @@ class LaneStream:
                 raise self._interrupted("the continuation failed: " + str(exc)) from exc
             broken: AttemptFailure | None = None
             try:
-                async with aclosing(segment.chunks()) as chunks:
-                    async for chunk in chunks:
-                        yield self._sent.took(chunk)
+                relayed = out.segment(segment, self._sent)
+                if relayed is None:
+                    async with aclosing(segment.chunks()) as chunks:
+                        async for chunk in chunks:
+                            yield out.chunk(self._sent.took(chunk))
+                else:
+                    async with aclosing(relayed) as pieces:
+                        async for piece in pieces:
+                            yield piece
             except Broken as exc:
                 broken = exc.failure
             finally:
@@ -208,12 +227,21 @@ class LaneStream:
 
     async def _open(self, lane: Lane, continuation: bool) -> Segment:
         parts = self._shared
-        sized = self._prefilled() if continuation else self._request
+        sent = self.content if continuation else None
+        sized = self._request if sent is None else prefilled(self._request, sent)
         try:
             done = await parts.loop.run(
                 lane,
                 self._deadline,
-                lambda source: self._attempt(source, continuation),
+                lambda source: ask(
+                    parts,
+                    self.lane,
+                    source,
+                    self._request,
+                    self._plan,
+                    sent,
+                    self._attempts.refused,
+                ),
                 request_tokens=request_tokens(sized),
                 hold=True,
             )
@@ -231,41 +259,6 @@ class LaneStream:
         return Segment(
             done.source, done.result, done.held, index, continuation, lane, clock, self._deadline
         )
-
-    def _prefilled(self) -> ChatRequest:
-        """The caller's request with the answer sent so far as an assistant prefill."""
-        prefill: ChatMessage = {"role": "assistant", "content": self.content}
-        return ChatRequest([*self._request.messages, prefill], self._request.params)
-
-    async def _attempt(self, source: Source, continuation: bool) -> OpenedAnswer:
-        """Open the stream and read up to its first token (one attempt of the loop).
-
-        A continuation goes to a prefill source with the prefill, to any other
-        afresh, its answer to be spliced onto the text already sent. Under
-        ``continue_on_cut: restart`` a prefill source that refuses the prefill
-        (a rejection) is asked again at once without it, to be spliced.
-        """
-        if not continuation:
-            return await self._opening(source, self._request, None)
-        if self._plan.opening(source.config.accepts_prefill) is Opening.SPLICE:
-            return await self._opening(source, self._request, Splice(self.content))
-        started = self._shared.clock.now()
-        try:
-            return await self._opening(source, self._prefilled(), None)
-        except AttemptFailure as failure:
-            if not self._plan.splice_after_refusal(failure):
-                raise
-            elapsed = self._shared.clock.now() - started
-            why = f"refused the prefill ({failure.message}); asked again without it"
-            refused = Attempt(source.name, failure.label, elapsed, failure.status, message=why)
-            self._attempts.refused(dataclasses.replace(refused, continuation=True))
-        return await self._opening(source, self._request, Splice(self.content))
-
-    async def _opening(
-        self, source: Source, request: ChatRequest, splice: Splice | None
-    ) -> OpenedAnswer:
-        parts = self._shared
-        return await open_answer(parts.transport, parts.clock, self.lane, source, request, splice)
 
     async def _settle(self, segment: Segment, broken: AttemptFailure | None) -> None:
         """Close the segment's attempt: its record and usage first, then its admission."""

@@ -5,7 +5,8 @@ in order (each segment's own, a continuation's marked as such, a refused
 prefill's) and each finished segment's usage, so a continued stream is
 priced answer by answer. ``SentAnswer`` keeps what the caller received: the
 text (which a continuation's prefill or splice needs), the id a continuation
-keeps, the model the chunks named, and whether tool-call deltas went out.
+keeps, the model the chunks named, and whether tool-call deltas went out;
+what was relayed unread is read only when one of them is asked for.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from laneway.core.types import Attempt, ChatChunk, Usage
 from laneway.core.usage import sum_usage
 from laneway.engine.continuation import Resume, has_tool_delta
+from laneway.engine.events import RawEvents, Text, joined_text
 
 
 @dataclass(slots=True)
@@ -96,20 +98,47 @@ class StreamAttempts:
 
 
 class SentAnswer:
-    """What the caller of a lane's stream received (after ``resume``'s text, when resuming)."""
+    """What the caller of a lane's stream received (after ``resume``'s text, when resuming).
 
-    __slots__ = ("_text", "answer_id", "model", "tool_deltas")
+    Relayed blocks (``RawEvents``) are kept unread: their text, their tool-call
+    deltas and the model their chunks name are read only when asked for.
+    """
+
+    __slots__ = ("_model", "_text", "_tool_deltas", "_unchecked", "_unnamed", "answer_id")
 
     def __init__(self, resume: Resume | None) -> None:
-        self._text: list[str] = [resume.sent] if resume is not None else []
+        self._text: Text = [resume.sent] if resume is not None else []
         self.answer_id: object = resume.answer_id if resume is not None else None
-        self.model: str | None = None
-        self.tool_deltas = False
+        self._model: str | None = None
+        self._tool_deltas = False
+        self._unchecked: list[RawEvents] = []
+        """Relayed blocks not yet searched for tool-call deltas."""
+        self._unnamed: list[RawEvents] = []
+        """Relayed blocks since the last parsed chunk that named a model."""
 
     @property
     def text(self) -> str:
         """The answer's text sent so far."""
-        return "".join(self._text)
+        return joined_text(self._text)
+
+    @property
+    def tool_deltas(self) -> bool:
+        """Whether tool-call deltas were sent."""
+        if not self._tool_deltas and self._unchecked:
+            blocks, self._unchecked = self._unchecked, []
+            self._tool_deltas = any(has_tool_delta(c) for raw in blocks for c in raw.chunks())
+        return self._tool_deltas
+
+    @property
+    def model(self) -> str | None:
+        """The model the last chunk that names one names."""
+        blocks, self._unnamed = self._unnamed, []
+        for raw in reversed(blocks):
+            named = [chunk.model for chunk in raw.chunks() if chunk.model]
+            if named:
+                self._model = named[-1]
+                break
+        return self._model
 
     def took(self, chunk: ChatChunk) -> ChatChunk:
         """Note a chunk the caller receives; a continuation's keep the first answer's id."""
@@ -122,7 +151,14 @@ class SentAnswer:
         if chunk.content:
             self._text.append(chunk.content)
         if chunk.model:
-            self.model = chunk.model
-        if has_tool_delta(chunk):
-            self.tool_deltas = True
+            self._model = chunk.model
+            self._unnamed.clear()
+        if not self._tool_deltas and has_tool_delta(chunk):
+            self._tool_deltas = True
         return chunk
+
+    def relayed(self, raw: RawEvents) -> None:
+        """Note a block the caller receives as it came (the first answer's own, so its id)."""
+        self._text.append(raw)
+        self._unchecked.append(raw)
+        self._unnamed.append(raw)

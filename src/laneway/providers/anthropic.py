@@ -81,6 +81,10 @@ class AnthropicProvider:
         """A parser for one stream (it numbers tool calls and keeps the opening usage)."""
         return MessagesEventReader(self.model)
 
+    def relay_test(self, wire: str) -> None:
+        """None: this source's events are parsed one by one and written for the caller."""
+        return
+
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
         """Refuse: Anthropic has no embeddings API (config validation rejects such lanes)."""
         raise RequestInvalid("model", "Anthropic has no embeddings API; use another source")

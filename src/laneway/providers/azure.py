@@ -49,6 +49,10 @@ class AzureOpenAIProvider(OpenAIProvider):
         if api_key:
             self._headers["api-key"] = api_key
 
+    def relay_test(self, wire: str) -> None:
+        """None: Azure's events are parsed and written (its opening chunk lacks ``object``)."""
+        return
+
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """OpenAI's chunk parsing; Azure's choiceless opening chunk gets its ``object``."""
         chunk = super().parse_event(data)

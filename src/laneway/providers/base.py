@@ -7,7 +7,7 @@ source's URLs, headers and key, and classifies error answers.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -51,6 +51,17 @@ class Provider(Protocol):
 
     def stream_parser(self) -> EventParser:
         """A parser for one streamed answer."""
+        ...
+
+    def relay_test(self, wire: str) -> Callable[[bytes], bool] | None:
+        """For a caller speaking ``wire``: which reads of this source's stream go on unread.
+
+        The test takes a block of whole lines (one network read) and says
+        whether it holds nothing the gateway must read now, so it can be sent
+        as it came (``laneway.engine.relay``). ``None``: every event is parsed
+        and written in the caller's format. A source that offers a test parses
+        its events without state, so a relayed block can be read later.
+        """
         ...
 
     def embed_request(self, request: EmbedRequest) -> HttpRequest:

@@ -68,6 +68,10 @@ class GeminiProvider:
         """A parser for one stream (it numbers the tool calls across chunks)."""
         return GenerateEventReader(self.model)
 
+    def relay_test(self, wire: str) -> None:
+        """None: this source's events are parsed one by one and written for the caller."""
+        return
+
     def embed_request(self, request: EmbedRequest) -> HttpRequest:
         """Build ``batchEmbedContents``; ``outputDimensionality`` when the lane pins a length."""
         body = embed_contents_body(request, self.model)

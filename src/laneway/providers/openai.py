@@ -6,7 +6,7 @@ and headers and classifies its error answers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from laneway.core.errors import AttemptFailure, Inexpressible
 from laneway.core.results import ChatResult, EmbedResult
@@ -14,7 +14,7 @@ from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
 from laneway.core.vectors import VectorEncoding
 from laneway.providers.base import classify_status
-from laneway.wire.openai import chat_answer, chat_request, embeddings
+from laneway.wire.openai import chat_answer, chat_request, embeddings, relay
 
 
 class OpenAIProvider:
@@ -47,6 +47,10 @@ class OpenAIProvider:
     def stream_parser(self) -> OpenAIProvider:
         """This adapter: OpenAI chunks parse one by one, without state."""
         return self
+
+    def relay_test(self, wire: str) -> Callable[[bytes], bool] | None:
+        """For a caller of chat completions: ``wire.openai.relay.plain_chunks``."""
+        return relay.plain_chunks if wire == relay.CHAT_COMPLETIONS_WIRE else None
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""

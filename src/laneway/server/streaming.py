@@ -29,6 +29,7 @@ from laneway.server.asgi import Send
 from laneway.server.errors import sse_error
 from laneway.server.render import answer_headers
 from laneway.wire.openai.chat_answer import completion_chunk_event
+from laneway.wire.openai.relay import CHAT_COMPLETIONS_WIRE
 
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = [
@@ -57,7 +58,11 @@ class StreamEncoder(Protocol):
 
 
 class OpenAIEncoder:
-    """OpenAI's chunks as the upstream sent them; the usage chunk only when asked for."""
+    """OpenAI's chunks as the upstream sent them; the usage chunk only when asked for.
+
+    Since it writes each event as it came, ``forward_stream`` relays an
+    OpenAI-compatible source's events unparsed (``laneway.engine.relay``).
+    """
 
     def __init__(self, include_usage: bool) -> None:
         self._include_usage = include_usage
@@ -86,29 +91,28 @@ async def forward_stream(
     encoder: StreamEncoder,
     extra: Sequence[tuple[bytes, bytes]] = (),
 ) -> bytes:
-    """Send the head (with ``extra`` headers) and every chunk; return the closing events, unsent.
+    """Send the head (with ``extra`` headers) and every piece; return the closing events, unsent.
 
     Errors before the first chunk propagate (no head was sent). The closing
     events, the encoder's end or its in-band error, are returned so the caller
-    can stop watching for a disconnect before it completes the response.
+    can stop watching for a disconnect before it completes the response. An
+    ``OpenAIEncoder`` writes each event as the source sent it, so a source of
+    the same wire format is relayed: a network read's events in one send.
     """
-    chunks = aiter(stream)
-    first = await anext(chunks, None)
+    wire = CHAT_COMPLETIONS_WIRE if isinstance(encoder, OpenAIEncoder) else None
+    pieces = stream.relay(encoder.chunk, wire)
+    first = await anext(pieces, None)
     headers = answer_headers(stream.lane.name, stream.source, len(stream.attempts), "bypass", None)
     head = [*SSE_HEADERS, *headers, *extra]
     await send({"type": "http.response.start", "status": 200, "headers": head})
     try:
-        if first is not None:
-            await _send_events(send, encoder.chunk(first))
-        async for chunk in chunks:
-            await _send_events(send, encoder.chunk(chunk))
+        if first:
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+        async for piece in pieces:
+            if piece:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
     except Exception as exc:
         if not isinstance(exc, LanewayError):
             log.exception("stream on lane %s failed after its head was sent", stream.lane.name)
         return encoder.failed(exc, stream.lane.name)
     return encoder.end()
-
-
-async def _send_events(send: Send, events: bytes) -> None:
-    if events:
-        await send({"type": "http.response.body", "body": events, "more_body": True})

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Instructions per relayed chunk and per stream (callgrind), for each source tree given: the
+# streaming A/B that holds on a busy machine. The streaming counterpart of gateway_instructions.sh.
+#
+#   bash bench/streaming_instructions.sh TREE [TREE...]
+#
+# TREE is a checkout (`git worktree add /tmp/old <commit>`), run with PYTHONPATH=TREE/src and this
+# checkout's .venv and driver (bench/_stream_requests.py): the `laneway serve` app of a config with
+# one chat lane on the stamp upstream (bench/_stamp_upstream.py, CPU 0), a key with an rpm limit,
+# SQLite telemetry and the JSON access log, served in the driver's process (CPU 1) to an aiohttp
+# client in the same event loop, c=1, under `valgrind --tool=callgrind`. Two placements of the
+# chunks: paced (5 ms apart: every chunk is its own network read) and unpaced (back to back: the
+# gateway reads several events at once, as many as arrive while it works, so the figure depends
+# on the host's speed a little). For each, 10 and 30 streams of 50 chunks and 10 of 250: the
+# difference of 250 and 50 over 2,000 is the instructions of one relayed chunk; of 30 and 10
+# streams over 20, those of one 50-chunk stream, whose part beyond 50 chunks is the stream's
+# fixed part (request, admission, opening, settle, record).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$out"' EXIT
+upstream() {  # CHUNKS -> the port of a stamp upstream streaming CHUNKS chunks
+  local port
+  port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  taskset -c 0 .venv/bin/python bench/_stamp_upstream.py "$port" --chunks "$1" >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$port/stats" && break
+    sleep 0.1
+  done
+  echo "$port"
+}
+total() {  # TREE PORT PREFIX STREAMS -> callgrind's total instructions of the driver process
+  rm -f "$out/telemetry.sqlite3"*
+  cat >"$out/laneway.yaml" <<YAML
+lanes:
+  gw:
+    kind: chat
+    deadline: 60s
+    sources:
+      - {provider: openai, base_url: "http://127.0.0.1:$2$3/v1", model: m}
+server:
+  host: 127.0.0.1
+  keys:
+    - {name: bench, key: sk-bench-0123456789, rpm: 100000000}
+telemetry:
+  url: sqlite:///$out/telemetry.sqlite3
+YAML
+  PYTHONHASHSEED=0 PYTHONPATH="$1/src" taskset -c 1 valgrind --tool=callgrind \
+    --callgrind-out-file="$out/cg.%p" .venv/bin/python bench/_stream_requests.py \
+    "$out/laneway.yaml" "$4" 2>"$out/log" >/dev/null
+  local pid
+  pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
+  sed -n "s/^==$pid== Collected : //p" "$out/log"
+}
+short=$(upstream 50)
+long=$(upstream 250)
+for tree in "$@"; do
+  for placement in paced:"" unpaced:/fast; do
+    prefix=${placement#*:}
+    few=$(total "$tree" "$short" "$prefix" 10)
+    more=$(total "$tree" "$short" "$prefix" 30)
+    many=$(total "$tree" "$long" "$prefix" 10)
+    chunk=$(( (many - few) / 2000 ))
+    stream=$(( (more - few) / 20 ))
+    echo "$tree ${placement%%:*}: $chunk instructions per relayed chunk," \
+      "$(( stream - 50 * chunk )) per stream's fixed part ($stream per 50-chunk stream)"
+  done
+done

@@ -1,0 +1,133 @@
+"""A segment's events for a caller of the source's own wire format: a network read in one send.
+
+When the caller speaks the source's wire format (``/v1/chat/completions`` on
+an OpenAI-compatible source) its events need no translating. Each network
+read's whole lines go on as they came, in one piece (one ASGI send), when the
+source's wire test (``Provider.relay_test``) finds nothing in them that must
+be read now; a read with something to read (the final chunk, usage, an
+error, ``[DONE]``, a malformed event) is parsed event by event and written
+by the caller's encoder, as every other stream is. The opening, up to the
+first token, is always parsed: it decides whether the attempt succeeded.
+
+Every promise of the parsing path holds. The idle timeout and the deadline
+bound the wait for each event (a read that holds no event does not restart
+the idle clock); a stream that stops before its final chunk is ``Broken``;
+usage, the finish reason and errors are read where they come; the relayed
+text stays bytes (``RawEvents``) until a cut, an estimate or a question
+about tool-call deltas asks for it. Streams that are spliced (a restarted
+answer) go chunk by chunk: their opening must be compared and cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from laneway.core.errors import AttemptFailure
+from laneway.core.failures import FailureKind
+from laneway.core.types import ChatChunk
+from laneway.engine.segment import Broken
+
+if TYPE_CHECKING:
+    from laneway.engine.segment import Segment
+    from laneway.engine.stream_facts import SentAnswer
+
+T_co = TypeVar("T_co", covariant=True)
+Encode = Callable[[ChatChunk], bytes]
+"""Writes one parsed chunk in the caller's wire format (``b""``: nothing to send for it)."""
+
+
+async def relayed(
+    segment: Segment, plain: Callable[[bytes], bool], encode: Encode, sent: SentAnswer
+) -> AsyncGenerator[bytes, None]:
+    """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut."""
+    events = segment.opened.events
+    opening = [*segment.opened.buffered, *events.pending()]
+    yield b"".join([encode(sent.took(chunk)) for chunk in opening])
+    progress = events.progress
+    while True:
+        try:
+            piece = await _next_piece(segment, plain, encode, sent)
+        except (AttemptFailure, TimeoutError) as exc:
+            if progress.finished:
+                break
+            raise Broken(segment.why_broken(exc)) from None
+        if piece is None:
+            break
+        yield piece
+    if not progress.finished:
+        raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
+
+
+async def _next_piece(
+    segment: Segment, plain: Callable[[bytes], bool], encode: Encode, sent: SentAnswer
+) -> bytes | None:
+    """The next read that holds an event, as bytes to send, within the segment's wait limit."""
+    clock, events = segment.clock, segment.opened.events
+    now = clock.now()
+    async with clock.deadline(now + segment.wait_limit(now)):
+        while (block := await events.read_block()) is not None:
+            if plain(block):
+                sent.relayed(events.relayed(block))
+                return block
+            chunks = events.parse(block)
+            if chunks:
+                return b"".join([encode(sent.took(chunk)) for chunk in chunks])
+        return None
+
+
+class StreamOutput(Protocol[T_co]):
+    """What a stream gives its reader: each parsed chunk as ``T``, or a segment's own pieces."""
+
+    def chunk(self, chunk: ChatChunk) -> T_co:
+        """One parsed chunk for the reader."""
+        ...
+
+    def segment(self, segment: Segment, sent: SentAnswer) -> AsyncGenerator[T_co, None] | None:
+        """The segment's pieces when it is relayed, else ``None`` (chunk by chunk)."""
+        ...
+
+
+class ChunkOutput:
+    """The library's reader: parsed chunks, every segment chunk by chunk."""
+
+    def chunk(self, chunk: ChatChunk) -> ChatChunk:
+        """The chunk itself."""
+        return chunk
+
+    def segment(self, segment: Segment, sent: SentAnswer) -> None:
+        """Nothing is relayed to a library caller."""
+        return
+
+
+CHUNKS = ChunkOutput()
+
+
+class RelayOutput:
+    """A caller over the wire: bytes to send, written by ``encode`` or relayed as they came.
+
+    ``wire`` names the caller's wire format when its encoder writes each event
+    as the source sent it (``None``: every event is written by ``encode``). A
+    segment is relayed when its source offers a test for that wire and it is
+    the answer's first (a continuation's chunks carry the first answer's id,
+    and a restarted one's opening is spliced).
+    """
+
+    __slots__ = ("_encode", "_wire")
+
+    def __init__(self, encode: Encode, wire: str | None) -> None:
+        self._encode = encode
+        self._wire = wire
+
+    def chunk(self, chunk: ChatChunk) -> bytes:
+        """The chunk in the caller's format."""
+        return self._encode(chunk)
+
+    def segment(self, segment: Segment, sent: SentAnswer) -> AsyncGenerator[bytes, None] | None:
+        """The segment relayed a network read at a time, when its source and place allow."""
+        if self._wire is None or segment.continuation:
+            return None
+        plain = segment.source.provider.relay_test(self._wire)
+        if plain is None:
+            return None
+        return relayed(segment, plain, self._encode, sent)

@@ -1,0 +1,41 @@
+"""Which network reads of an OpenAI chat stream a relay may pass on without reading them.
+
+A caller of ``/v1/chat/completions`` on an OpenAI-compatible source is sent
+the upstream's events as they came, a network read in one piece. Most events
+are one more piece of text, which nothing needs until a cut (a continuation's
+prefill, an estimate of what a broken answer used): they stay bytes. The few
+the gateway must read now are found with one regular-expression search and
+two counts per read instead of one JSON parse per event: an event with a
+finish reason (the answer is complete), a ``usage`` object, an ``error``, and
+anything that is not a ``data: {...}`` event followed by a blank line
+(``[DONE]``, a comment, a malformed event, a line ending in ``\\r\\n``). A read
+holding any of them is parsed event by event, as every stream is otherwise.
+
+An event whose braces close but whose JSON inside is broken is not found by
+this test: it is passed on as it came, where the parsing path skips it and
+counts it as malformed.
+"""
+
+from __future__ import annotations
+
+import re
+
+CHAT_COMPLETIONS_WIRE = "openai.chat_completions"
+"""The wire format of ``chat.completion.chunk`` streams, as callers and sources speak it."""
+
+_MUST_READ = re.compile(rb'"(?:finish_reason"\s*:\s*[^n\s]|usage"\s*:\s*[^n\s]|error")')
+"""A finish reason or usage that is not ``null``, or an ``error`` (key or value)."""
+
+
+def plain_chunks(block: bytes) -> bool:
+    """Whether ``block`` (whole lines of one read) is only events a relay may pass on unread.
+
+    Each ``data: {...}`` and a blank line, none with a finish reason, a usage
+    object or an error.
+    """
+    if not (block.startswith(b"data: {") and block.endswith(b"}\n\n")):
+        return False
+    events = block.count(b"}\n\ndata: {") + 1
+    if block.count(b"\n") != 2 * events:
+        return False
+    return _MUST_READ.search(block) is None
