@@ -209,3 +209,15 @@ async def test_a_read_without_an_event_does_not_restart_the_idle_clock(vsim: Vir
     sent, (record,) = await relay(vsim, transport, settings(idle_timeout="1s"))
     assert orjson.loads(sent[-1][6:])["error"]["code"] == "stream_interrupted"
     assert "idle_timeout" in record.attempts[0].message
+
+
+@in_virtual_time
+async def test_a_read_ending_the_answer_relays_its_plain_events_and_parses_the_rest(
+    vsim: VirtualSim,
+) -> None:
+    plain = words(" upon", " a")
+    transport = ReadsTransport(vsim.clock, [OPENING, plain + words(" time") + FINAL])
+    sent, (record,) = await relay(vsim, transport, settings())
+    assert sent[1].startswith(plain + words(" time"))
+    assert text_of(sent) == "Once upon a time" and sent[-1] == b"data: [DONE]\n\n"
+    assert record.usage.completion_tokens == 5

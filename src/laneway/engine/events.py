@@ -115,10 +115,12 @@ class UpstreamEvents:
             self._ended = True
         return block
 
-    def pending(self) -> list[ChatChunk]:
-        """The events left in the current block, parsed (``next`` stopped inside it)."""
+    def unread(self) -> bytes:
+        """The rest of the current block (``next`` stopped inside it) as it came, from its
+        next line that is not blank."""
         lines, self._lines = self._lines, []
-        return self._parsed(reversed(lines))
+        lines.reverse()
+        return b"\n".join(lines).lstrip(b"\r\n")
 
     def parse(self, block: bytes) -> list[ChatChunk]:
         """``block``'s events, parsed and noted, up to the answer's end."""

@@ -3,7 +3,7 @@
 When the caller speaks the source's wire format (``/v1/chat/completions`` on
 an OpenAI-compatible source) its events need no translating. Each network
 read's whole lines go on as they came, in one piece (one ASGI send), when the
-source's wire test (``Provider.relay_test``) finds nothing in them that must
+source's wire test (``Provider.relay_scan``) finds nothing in them that must
 be read now; a read with something to read (the final chunk, usage, an
 error, ``[DONE]``, a malformed event) is parsed event by event and written
 by the caller's encoder, as every other stream is. The opening, up to the
@@ -38,16 +38,19 @@ Encode = Callable[[ChatChunk], bytes]
 
 
 async def relayed(
-    segment: Segment, plain: Callable[[bytes], bool], encode: Encode, sent: SentAnswer
+    segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
 ) -> AsyncGenerator[bytes, None]:
     """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut."""
     events = segment.opened.events
-    opening = [*segment.opened.buffered, *events.pending()]
-    yield b"".join([encode(sent.took(chunk)) for chunk in opening])
+    opening = [encode(sent.took(chunk)) for chunk in segment.opened.buffered]
+    rest = events.unread()
+    if rest:
+        opening.append(_piece(segment, scan, encode, sent, rest) or b"")
+    yield b"".join(opening)
     progress = events.progress
     while True:
         try:
-            piece = await _next_piece(segment, plain, encode, sent)
+            piece = await _next_piece(segment, scan, encode, sent)
         except (AttemptFailure, TimeoutError) as exc:
             if progress.finished:
                 break
@@ -60,20 +63,39 @@ async def relayed(
 
 
 async def _next_piece(
-    segment: Segment, plain: Callable[[bytes], bool], encode: Encode, sent: SentAnswer
+    segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
 ) -> bytes | None:
     """The next read that holds an event, as bytes to send, within the segment's wait limit."""
     clock, events = segment.clock, segment.opened.events
     now = clock.now()
     async with clock.deadline(now + segment.wait_limit(now)):
         while (block := await events.read_block()) is not None:
-            if plain(block):
-                sent.relayed(events.relayed(block))
-                return block
-            chunks = events.parse(block)
-            if chunks:
-                return b"".join([encode(sent.took(chunk)) for chunk in chunks])
+            piece = _piece(segment, scan, encode, sent, block)
+            if piece is not None:
+                return piece
         return None
+
+
+def _piece(
+    segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer, block: bytes
+) -> bytes | None:
+    """What to send for one read: its plain events as they came, the rest parsed and written.
+
+    ``None`` when the read holds no event (``b""``: events with nothing to send).
+    """
+    events = segment.opened.events
+    plain = scan(block)
+    if plain == len(block):
+        sent.relayed(events.relayed(block))
+        return block
+    pieces: list[bytes] = []
+    if plain:
+        head = block[:plain]
+        sent.relayed(events.relayed(head))
+        pieces.append(head)
+    chunks = events.parse(block[plain:] if plain else block)
+    pieces += [encode(sent.took(chunk)) for chunk in chunks]
+    return b"".join(pieces) if pieces else None
 
 
 class StreamOutput(Protocol[T_co]):
@@ -127,7 +149,7 @@ class RelayOutput:
         """The segment relayed a network read at a time, when its source and place allow."""
         if self._wire is None or segment.continuation:
             return None
-        plain = segment.source.provider.relay_test(self._wire)
-        if plain is None:
+        scan = segment.source.provider.relay_scan(self._wire)
+        if scan is None:
             return None
-        return relayed(segment, plain, self._encode, sent)
+        return relayed(segment, scan, self._encode, sent)

@@ -273,11 +273,18 @@ class Segment:
             await admission.settle(self.held, broken, tokens)
 
     def usage(self, *, estimate: bool) -> Usage:
-        """The provider's usage; else an estimate where the lane or a break calls for one."""
+        """The provider's usage; else an estimate where the lane or a break calls for one.
+
+        The answer's text is read (a relayed block's parsed) only for an estimate.
+        """
         progress = self.opened.progress
+        reported = progress.usage or NO_USAGE
+        estimate = estimate or self.lane.config.estimate_missing_usage
+        if reported.known or not estimate:
+            return reported
         return chat_usage_or_estimate(
-            progress.usage or NO_USAGE,
-            estimate or self.lane.config.estimate_missing_usage,
+            reported,
+            estimate,
             self.opened.request.messages,
             progress.text(),
             progress.reasoning_text(),

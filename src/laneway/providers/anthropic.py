@@ -81,7 +81,7 @@ class AnthropicProvider:
         """A parser for one stream (it numbers tool calls and keeps the opening usage)."""
         return MessagesEventReader(self.model)
 
-    def relay_test(self, wire: str) -> None:
+    def relay_scan(self, wire: str) -> None:
         """None: this source's events are parsed one by one and written for the caller."""
         return
 

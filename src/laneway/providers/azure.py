@@ -49,7 +49,7 @@ class AzureOpenAIProvider(OpenAIProvider):
         if api_key:
             self._headers["api-key"] = api_key
 
-    def relay_test(self, wire: str) -> None:
+    def relay_scan(self, wire: str) -> None:
         """None: Azure's events are parsed and written (its opening chunk lacks ``object``)."""
         return
 

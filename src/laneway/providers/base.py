@@ -53,14 +53,15 @@ class Provider(Protocol):
         """A parser for one streamed answer."""
         ...
 
-    def relay_test(self, wire: str) -> Callable[[bytes], bool] | None:
-        """For a caller speaking ``wire``: which reads of this source's stream go on unread.
+    def relay_scan(self, wire: str) -> Callable[[bytes], int] | None:
+        """For a caller speaking ``wire``: how much of each read of this stream goes on unread.
 
-        The test takes a block of whole lines (one network read) and says
-        whether it holds nothing the gateway must read now, so it can be sent
-        as it came (``laneway.engine.relay``). ``None``: every event is parsed
-        and written in the caller's format. A source that offers a test parses
-        its events without state, so a relayed block can be read later.
+        The scan takes a block of whole lines (one network read) and returns
+        how many leading bytes are whole events that hold nothing the gateway
+        must read now, so they can be sent as they came (``laneway.engine.relay``).
+        ``None``: every event is parsed and written in the caller's format. A
+        source that offers a scan parses its events without state, so a
+        relayed block can be read later.
         """
         ...
 

@@ -68,7 +68,7 @@ class GeminiProvider:
         """A parser for one stream (it numbers the tool calls across chunks)."""
         return GenerateEventReader(self.model)
 
-    def relay_test(self, wire: str) -> None:
+    def relay_scan(self, wire: str) -> None:
         """None: this source's events are parsed one by one and written for the caller."""
         return
 

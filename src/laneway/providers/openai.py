@@ -48,9 +48,9 @@ class OpenAIProvider:
         """This adapter: OpenAI chunks parse one by one, without state."""
         return self
 
-    def relay_test(self, wire: str) -> Callable[[bytes], bool] | None:
-        """For a caller of chat completions: ``wire.openai.relay.plain_chunks``."""
-        return relay.plain_chunks if wire == relay.CHAT_COMPLETIONS_WIRE else None
+    def relay_scan(self, wire: str) -> Callable[[bytes], int] | None:
+        """For a caller of chat completions: ``wire.openai.relay.plain_prefix``."""
+        return relay.plain_prefix if wire == relay.CHAT_COMPLETIONS_WIRE else None
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""

@@ -8,8 +8,9 @@ the gateway must read now are found with one regular-expression search and
 two counts per read instead of one JSON parse per event: an event with a
 finish reason (the answer is complete), a ``usage`` object, an ``error``, and
 anything that is not a ``data: {...}`` event followed by a blank line
-(``[DONE]``, a comment, a malformed event, a line ending in ``\\r\\n``). A read
-holding any of them is parsed event by event, as every stream is otherwise.
+(``[DONE]``, a comment, a malformed event, a line ending in ``\\r\\n``). The
+plain events before the first of them go on unread; from it on, the read is
+parsed event by event, as every stream is otherwise.
 
 An event whose braces close but whose JSON inside is broken is not found by
 this test: it is passed on as it came, where the parsing path skips it and
@@ -27,15 +28,23 @@ _MUST_READ = re.compile(rb'"(?:finish_reason"\s*:\s*[^n\s]|usage"\s*:\s*[^n\s]|e
 """A finish reason or usage that is not ``null``, or an ``error`` (key or value)."""
 
 
-def plain_chunks(block: bytes) -> bool:
-    """Whether ``block`` (whole lines of one read) is only events a relay may pass on unread.
+def plain_prefix(block: bytes) -> int:
+    """How many leading bytes of ``block`` (whole lines of one read) a relay may pass on unread.
 
-    Each ``data: {...}`` and a blank line, none with a finish reason, a usage
-    object or an error.
+    They are whole ``data: {...}`` events, each with its blank line, up to
+    the first event that holds a finish reason, a usage object or an error;
+    ``len(block)`` when there is none. ``0`` when the leading events are not
+    all plain events (a comment, ``[DONE]``, a malformed event, ``\r\n``
+    line endings): the whole read is then parsed.
     """
-    if not (block.startswith(b"data: {") and block.endswith(b"}\n\n")):
-        return False
-    events = block.count(b"}\n\ndata: {") + 1
-    if block.count(b"\n") != 2 * events:
-        return False
-    return _MUST_READ.search(block) is None
+    found = _MUST_READ.search(block)
+    if found is None:
+        end = len(block)
+    else:
+        end = block.rfind(b"\n\n", 0, found.start()) + 2
+        if end < 2:
+            return 0
+    if not (block.startswith(b"data: {") and block.endswith(b"}\n\n", 0, end)):
+        return 0
+    events = block.count(b"}\n\ndata: {", 0, end) + 1
+    return end if block.count(b"\n", 0, end) == 2 * events else 0
