@@ -105,12 +105,17 @@ def laneway(
     *,
     name: str = "laneway",
     workers: int = 1,
+    tree: Path | None = None,
 ) -> Server:
-    """``laneway serve`` over ``config`` (written to ``scratch``), access log on (stderr)."""
+    """``laneway serve`` over ``config`` (written to ``scratch``), access log on (stderr).
+
+    ``tree``: another checkout's code (``PYTHONPATH=tree/src``) in this one's environment.
+    """
     path = setup.write_yaml(scratch / f"{name}.yaml", config)
     cmd = [str(setup.LANEWAY_BIN), "serve", "--config", str(path), "--port", "{port}"]
     cmd += ["--workers", str(workers)]
-    return start(stack, name, ["env", "-C", str(scratch), *cmd], cpu)
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree / "src")}
+    return start(stack, name, ["env", "-C", str(scratch), *cmd], cpu, env=env)
 
 
 def bare(stack: ExitStack, upstream: Server, cpu: int | None) -> Server:

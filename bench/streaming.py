@@ -14,7 +14,7 @@ per chunk at c=1 and c=32 (paced); relayed chunks per second and CPU µs per chu
 with unpaced streams at c=32 (the relay is the limit); and how soon the upstream
 sees its connection closed after the client hangs up mid-stream.
 
-    .venv/bin/python bench/streaming.py [--quick] [--litellm]
+    .venv/bin/python bench/streaming.py [--quick] [--litellm] [--compare OLD_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -114,6 +114,12 @@ def run(args: argparse.Namespace, scratch: Path) -> list[Row]:
         lw = _relay.laneway(stack, config, scratch, SERVER_CPU)
         _relay.wait_chat(lw, PACED)
         rows.append(Row("laneway, every feature on", lw.url, lw.url, lw.pid))
+        for tree in args.compare:
+            old = _relay.laneway(stack, config, scratch, SERVER_CPU, name="old", tree=tree)
+            _relay.wait_chat(old, PACED)
+            rows.append(
+                Row(f"laneway at `{tree.name}`, every feature on", old.url, old.url, old.pid)
+            )
         if args.litellm:
             models = {PACED: f"{upstream.url}/v1", FAST: f"{upstream.url}/fast/v1"}
             ll = _relay.litellm(stack, models, scratch, SERVER_CPU)
@@ -131,11 +137,15 @@ def run(args: argparse.Namespace, scratch: Path) -> list[Row]:
     return rows
 
 
-def render(rows: list[Row], quick: bool) -> str:
+def render(rows: list[Row], quick: bool, compared: list[Path]) -> str:
     direct, bare = rows[0].figures, rows[1].figures
     lines = [
         "## Streaming: a 200-chunk answer, 5 ms apart, relayed",
-        provenance(COMMAND + (" --quick" if quick else "")).strip(),
+        provenance(
+            COMMAND
+            + (" --quick" if quick else "")
+            + "".join(f" --compare {tree}" for tree in compared)
+        ).strip(),
         "Upstream `bench/_stamp_upstream.py` (raw asyncio) writes each chunk's send time "
         "(`time.monotonic()`, one clock for the whole host) into its content; the client "
         "(aiohttp, `bench/_stream_client.py`) subtracts it from its own reading when the "
@@ -166,7 +176,7 @@ def render(rows: list[Row], quick: bool) -> str:
         cells += [f"{f['delay99_c32']:.2f}", busy, f"{f['chunks_s']:,.0f}", cpu, freed]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Targets (issue 16), laneway row:", ""]
-    lw = next(r.figures for r in rows if r.name.startswith("laneway"))
+    lw = next(r.figures for r in rows if r.name.startswith("laneway, "))
     lines += _targets(lw, direct, bare)
     failed = {r.name: r.figures.get("failed_c1", 0) + r.figures.get("failed_c32", 0) for r in rows}
     if any(failed.values()):
@@ -206,12 +216,20 @@ def _targets(lw: dict[str, float], direct: dict[str, float], bare: dict[str, flo
 
 
 def main() -> int:
-    args = _relay.arguments("streaming relay benchmark", litellm=True).parse_args()
+    parser = _relay.arguments("streaming relay benchmark", litellm=True)
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout's laneway, measured in the same run (a row each)",
+    )
+    args = parser.parse_args()
     _relay.exit_on_signal()
     began = time.monotonic()
     with _relay.kept_off(LOAD_CPU), tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
         rows = run(args, Path(tmp))
-    markdown = render(rows, args.quick)
+    markdown = render(rows, args.quick, args.compare)
     _relay.publish("streaming", markdown, args, began)
     return 0
 

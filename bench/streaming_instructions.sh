@@ -10,10 +10,10 @@
 # SQLite telemetry and the JSON access log, served in the driver's process (CPU 1) to an aiohttp
 # client in the same event loop, c=1, under `valgrind --tool=callgrind`. The upstream writes its
 # chunks back to back, so the gateway reads several events at once (as many as arrive while it
-# works: the figure moves a little with the host's speed). 10 and 30 streams of 50 chunks and 10
-# of 250: the difference of 250 and 50 chunks over 2,000 is the instructions of one relayed
-# chunk; of 30 and 10 streams over 20, those of one 50-chunk stream, whose part beyond its 50
-# chunks is the stream's fixed part (request, admission, opening, settle, record). Paced chunks
+# works: the figure moves a little with the host's speed). 10 and 30 streams of 2 chunks and 10
+# of 202: the difference of 202 and 2 chunks over 2,000 is the instructions of one relayed
+# chunk; of 30 and 10 streams over 20, those of one 2-chunk stream: a stream's fixed part
+# (request, admission, opening, first chunk, settle, record) and one more chunk. Paced chunks
 # (one event a read) are not counted here: under callgrind the gateway takes milliseconds a
 # chunk, so their reads merge, and the loop's idle work between them is counted with them.
 set -euo pipefail
@@ -55,14 +55,12 @@ YAML
   pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
   sed -n "s/^==$pid== Collected : //p" "$out/log"
 }
-short=$(upstream 50)
-long=$(upstream 250)
+short=$(upstream 2)
+long=$(upstream 202)
 for tree in "$@"; do
   few=$(total "$tree" "$short" 10)
   more=$(total "$tree" "$short" 30)
   many=$(total "$tree" "$long" 10)
-  chunk=$(( (many - few) / 2000 ))
-  stream=$(( (more - few) / 20 ))
-  echo "$tree: $chunk instructions per relayed chunk," \
-    "$(( stream - 50 * chunk )) per stream's fixed part ($stream per 50-chunk stream)"
+  echo "$tree: $(( (many - few) / 2000 )) instructions per relayed chunk," \
+    "$(( (more - few) / 20 )) per 2-chunk stream"
 done
