@@ -1,6 +1,7 @@
 """A fixed number of keyed streamed chat calls through the gateway, for instruction counts.
 
     python bench/_stream_requests.py CONFIG STREAMS
+    python bench/_stream_requests.py --bare UPSTREAM_URL STREAMS
 
 The ``laneway serve`` app of ``CONFIG`` (``build_gateway``: key limits, metrics,
 telemetry as the config names them, the JSON access log to stderr) runs on uvicorn with
@@ -12,7 +13,10 @@ stream has and how many reach the gateway in one network read). Run under
 ``valgrind --tool=callgrind`` with different chunk counts
 (``streaming_instructions.sh``): the difference of the totals over the
 difference of the chunks is the instructions of one relayed chunk, server and
-client; the client is this checkout's aiohttp for every tree.
+client; the client is this checkout's aiohttp for every tree. ``--bare``
+serves the floor instead (``_bare_proxy.py``: uvicorn + aiohttp relaying the
+bytes as they come) in front of the upstream at ``UPSTREAM_URL``, on the same
+uvicorn settings, so its count is the same work without laneway.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import uvicorn
+from _bare_proxy import BareProxy
 
 from laneway.cli.compose import build_gateway
 from laneway.cli.serve import config_dir
@@ -36,10 +42,31 @@ BODY = orjson.dumps(
 HEADERS = {"Authorization": "Bearer sk-bench-0123456789", "content-type": "application/json"}
 
 
-async def main(path: Path, streams: int) -> None:
+def server_of(where: str) -> PromptServer:
+    """laneway's gateway over the config at ``where``, or (``bare:URL``) the bare relay."""
+    if where.startswith("bare:"):
+        bare = BareProxy(where.removeprefix("bare:"))
+        settings = uvicorn.Config(
+            bare,
+            host="127.0.0.1",
+            port=0,
+            http="httptools",
+            ws="none",
+            proxy_headers=False,
+            server_header=False,
+            lifespan="on",
+            access_log=False,
+            log_level="warning",
+        )
+        return PromptServer(settings)
+    path = Path(where)
     config, environ = load_config(path)
     gateway = build_gateway(config, environ, config_dir(path), access_log="json")
-    server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
+    return PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
+
+
+async def main(where: str, streams: int) -> None:
+    server = server_of(where)
     serving = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 (uvicorn has no event to wait on)
         await asyncio.sleep(0.01)
@@ -55,4 +82,4 @@ async def main(path: Path, streams: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -4,6 +4,8 @@
 #
 #   bash bench/streaming_instructions.sh TREE [TREE...]
 #
+# The first line counts the floor: the bare uvicorn + aiohttp relay (bench/_bare_proxy.py) served
+# the same way in the driver, so each tree's count can be read as a multiple of it.
 # TREE is a checkout (`git worktree add /tmp/old <commit>`), run with PYTHONPATH=TREE/src and this
 # checkout's .venv and driver (bench/_stream_requests.py): the `laneway serve` app of a config with
 # one chat lane on the stamp upstream (bench/_stamp_upstream.py, CPU 0), a key with an rpm limit,
@@ -34,6 +36,8 @@ upstream() {  # CHUNKS -> the port of a stamp upstream streaming CHUNKS chunks
 }
 total() {  # TREE PORT STREAMS -> callgrind's total instructions of the driver process
   rm -f "$out/telemetry.sqlite3"*
+  local where="$out/laneway.yaml"
+  [[ "$1" == bare ]] && where="bare:http://127.0.0.1:$2/fast"
   cat >"$out/laneway.yaml" <<YAML
 lanes:
   gw:
@@ -50,14 +54,14 @@ telemetry:
 YAML
   PYTHONHASHSEED=0 PYTHONPATH="$1/src" taskset -c 1 valgrind --tool=callgrind \
     --callgrind-out-file="$out/cg.%p" .venv/bin/python bench/_stream_requests.py \
-    "$out/laneway.yaml" "$3" 2>"$out/log" >/dev/null
+    "$where" "$3" 2>"$out/log" >/dev/null
   local pid
   pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
   sed -n "s/^==$pid== Collected : //p" "$out/log"
 }
 short=$(upstream 2)
 long=$(upstream 202)
-for tree in "$@"; do
+for tree in bare "$@"; do
   few=$(total "$tree" "$short" 10)
   more=$(total "$tree" "$short" 30)
   many=$(total "$tree" "$long" 10)

@@ -40,8 +40,13 @@ Encode = Callable[[ChatChunk], bytes]
 async def relayed(
     segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
 ) -> AsyncGenerator[bytes, None]:
-    """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut."""
-    events = segment.opened.events
+    """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut.
+
+    Each wait for a read that holds an event is bounded by the segment's
+    wait limit (idle, deadline, final grace); the scope closes before the
+    piece is yielded, so it never spans the caller's send.
+    """
+    events, clock = segment.opened.events, segment.clock
     opening = [encode(sent.took(chunk)) for chunk in segment.opened.buffered]
     rest = events.unread()
     if rest:
@@ -49,8 +54,12 @@ async def relayed(
     yield b"".join(opening)
     progress = events.progress
     while True:
+        piece = None
+        now = clock.now()
         try:
-            piece = await _next_piece(segment, scan, encode, sent)
+            async with clock.deadline(now + segment.wait_limit(now)):
+                while piece is None and (block := await events.read_block()) is not None:
+                    piece = _piece(segment, scan, encode, sent, block)
         except (AttemptFailure, TimeoutError) as exc:
             if progress.finished:
                 break
@@ -60,20 +69,6 @@ async def relayed(
         yield piece
     if not progress.finished:
         raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
-
-
-async def _next_piece(
-    segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
-) -> bytes | None:
-    """The next read that holds an event, as bytes to send, within the segment's wait limit."""
-    clock, events = segment.clock, segment.opened.events
-    now = clock.now()
-    async with clock.deadline(now + segment.wait_limit(now)):
-        while (block := await events.read_block()) is not None:
-            piece = _piece(segment, scan, encode, sent, block)
-            if piece is not None:
-                return piece
-        return None
 
 
 def _piece(

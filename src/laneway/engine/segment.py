@@ -220,12 +220,13 @@ class Segment:
 
     def wait_limit(self, now: float) -> float:
         """How long the next read may take: the deadline's rest, idle, the final grace."""
-        limits = [self.deadline.remaining(now)]
-        if self.lane.config.idle_timeout is not None:
-            limits.append(self.lane.config.idle_timeout)
-        if self.opened.progress.finished:
-            limits.append(FINAL_USAGE_GRACE)
-        return max(min(limits), 0.0)
+        limit = self.deadline.remaining(now)
+        idle = self.lane.config.idle_timeout
+        if idle is not None and idle < limit:
+            limit = idle
+        if self.opened.progress.finished and limit > FINAL_USAGE_GRACE:
+            limit = FINAL_USAGE_GRACE
+        return max(limit, 0.0)
 
     def why_broken(self, cause: BaseException) -> AttemptFailure:
         """The failure a read that ended in ``cause`` means: the deadline, idle, a cut."""
