@@ -84,9 +84,18 @@ class ReadsTransport:
         return None
 
 
+KEY = "sk-upstream-Secr3t-4242"
+
+
 def settings(**lane: Any) -> LanewayConfig:
     sources = [
-        {"name": "up", "provider": "openai", "base_url": "http://up/v1", "model": "m"},
+        {
+            "name": "up",
+            "provider": "openai",
+            "base_url": "http://up/v1",
+            "model": "m",
+            "api_key": KEY,
+        },
         {
             "name": "prefill",
             "provider": "openai",
@@ -221,3 +230,12 @@ async def test_a_read_ending_the_answer_relays_its_plain_events_and_parses_the_r
     assert sent[1].startswith(plain + words(" time"))
     assert text_of(sent) == "Once upon a time" and sent[-1] == b"data: [DONE]\n\n"
     assert record.usage.completion_tokens == 5
+
+
+@in_virtual_time
+async def test_a_relayed_read_that_quotes_the_key_goes_on_redacted(vsim: VirtualSim) -> None:
+    quoting = words(" your key", f" is {KEY}")
+    transport = ReadsTransport(vsim.clock, [OPENING, quoting, FINAL])
+    sent, _ = await relay(vsim, transport, settings())
+    assert KEY.encode() not in b"".join(sent)
+    assert text_of(sent) == "Once your key is [redacted]"
