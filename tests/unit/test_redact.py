@@ -93,3 +93,14 @@ async def test_the_transport_redacts_errors_failures_and_stream_lines() -> None:
     async with transport.stream(HttpRequest("POST", "http://up/stream", headers)) as stream:
         lines = [line async for line in stream.lines()]
     assert lines[1] == b'data: {"error": "Bearer [redacted]"}'
+
+
+def test_secrets_of_any_opening_and_stored_key_shapes_are_cut_where_they_are() -> None:
+    """Values are searched only when they hold a secret's opening: every secret is still cut."""
+    stored = "sk-lw-" + "A" * 43
+    redactor = Redactor([KEY, "AIzaSyD-gemini-key"], [redact.STORED_KEY_PATTERN])
+    said = f"a {KEY} b AIzaSyD-gemini-key c {stored} d"
+    assert redactor.text(said) == "a [redacted] b [redacted] c [redacted] d"
+    assert redactor.bytes(said.encode()) == b"a [redacted] b [redacted] c [redacted] d"
+    clean = b"sk- and AIza alone are not secrets"
+    assert redactor.bytes(clean) is clean

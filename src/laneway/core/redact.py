@@ -22,7 +22,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, AnyStr
 from urllib.parse import quote
 
 REDACTED = "[redacted]"
@@ -32,12 +32,39 @@ keeps only its digest, so it is redacted by its shape wherever a caller pastes o
 MIN_SECRET_LENGTH = 4
 
 
+LEAD = 4
+"""Characters of each secret's form that begin it (``MIN_SECRET_LENGTH`` at least)."""
+_PATTERN_SYNTAX = re.compile(r"[][(){}.*+?^$|\\]")
+
+
+def _leads(forms: Iterable[str], patterns: Iterable[str]) -> tuple[str, ...] | None:
+    """What every match begins with: each form's first ``LEAD`` characters, each pattern's
+    literal opening; ``None`` when a pattern opens with no literal (then every value is searched).
+
+    ``re`` searches an alternation of literals that share no opening position by position,
+    several microseconds a streamed read; ``in`` for a few short leads finds the values
+    that hold no secret at a fraction of that.
+    """
+    leads = {form[:LEAD] for form in forms}
+    for pattern in patterns:
+        syntax = _PATTERN_SYNTAX.search(pattern)
+        literal = pattern if syntax is None else pattern[: syntax.start()]
+        if not literal:
+            return None
+        leads.add(literal[:LEAD])
+    return tuple(sorted(leads))
+
+
+def _holds_a_lead(value: AnyStr, leads: tuple[AnyStr, ...] | None) -> bool:
+    return leads is None or any(lead in value for lead in leads)
+
+
 class Redactor:
     """Replaces each secret of ``secrets`` (in any of its forms) by ``[redacted]``, and
     whatever matches one of ``patterns`` (regular expressions of secrets laneway made and
     does not keep: stored keys' ``sk-lw-...``)."""
 
-    __slots__ = ("_bytes", "_text")
+    __slots__ = ("_byte_leads", "_bytes", "_text", "_text_leads")
 
     def __init__(self, secrets: Iterable[str], patterns: Iterable[str] = ()) -> None:
         forms = sorted(
@@ -50,10 +77,14 @@ class Redactor:
             key=len,
             reverse=True,
         )
+        patterns = list(patterns)
         alternatives = [*patterns, *map(re.escape, forms)]
         joined = "|".join(alternatives)
         self._text = re.compile(joined) if alternatives else None
         self._bytes = re.compile(joined.encode()) if alternatives else None
+        leads = _leads(forms, patterns)
+        self._text_leads = leads
+        self._byte_leads = None if leads is None else tuple(lead.encode() for lead in leads)
 
     @property
     def active(self) -> bool:
@@ -62,13 +93,17 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """``value`` without secrets."""
-        if self._text is None or self._text.search(value) is None:
+        if self._text is None or not _holds_a_lead(value, self._text_leads):
+            return value
+        if self._text.search(value) is None:
             return value
         return self._text.sub(REDACTED, value)
 
     def bytes(self, value: bytes) -> bytes:
         """``value`` (UTF-8 text) without secrets."""
-        if self._bytes is None or self._bytes.search(value) is None:
+        if self._bytes is None or not _holds_a_lead(value, self._byte_leads):
+            return value
+        if self._bytes.search(value) is None:
             return value
         return self._bytes.sub(REDACTED.encode(), value)
 
