@@ -140,7 +140,7 @@ def prefilled(request: ChatRequest, sent: str) -> ChatRequest:
     return ChatRequest([*request.messages, prefill], request.params)
 
 
-async def ask(
+async def ask_source(
     parts: CallParts,
     lane: Lane,
     source: Source,

@@ -49,7 +49,7 @@ from laneway.engine.continuation import (
     Resume,
 )
 from laneway.engine.relay import CHUNKS, Encode, RelayOutput, StreamOutput
-from laneway.engine.segment import Broken, Segment, ask, prefilled
+from laneway.engine.segment import Broken, Segment, ask_source, prefilled
 from laneway.engine.stream_facts import SentAnswer, StreamAttempts
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
@@ -233,7 +233,7 @@ class LaneStream:
             done = await parts.loop.run(
                 lane,
                 self._deadline,
-                lambda source: ask(
+                lambda source: ask_source(
                     parts,
                     self.lane,
                     source,
