@@ -1,22 +1,23 @@
 """A fixed number of keyed streamed chat calls through the gateway, for instruction counts.
 
     python bench/_stream_requests.py CONFIG STREAMS
-    python bench/_stream_requests.py --bare UPSTREAM_URL STREAMS
+    python bench/_stream_requests.py bare:UPSTREAM_URL STREAMS
 
-The ``laneway serve`` app of ``CONFIG`` (``build_gateway``: key limits, metrics,
-telemetry as the config names them, the JSON access log to stderr) runs on uvicorn with
-laneway's protocol in this process, and an aiohttp client in the same event
-loop reads ``STREAMS`` streamed chat completions one at a time after 5 warm-up
-ones, from the lane ``gw``, whose source is the stamp upstream
+The ``laneway serve`` app of ``CONFIG`` (``build_gateway``: key limits,
+metrics, telemetry as the config names them, the JSON access log to stderr)
+runs on uvicorn with laneway's protocol in this process, on uvloop as
+``laneway serve`` runs, and an aiohttp client in the same event loop reads
+``STREAMS`` streamed chat completions one at a time after 5 warm-up ones,
+from the lane ``gw``, whose source is the stamp upstream
 (``_stamp_upstream.py``: its ``--chunks`` and pacing say how many events a
 stream has and how many reach the gateway in one network read). Run under
 ``valgrind --tool=callgrind`` with different chunk counts
 (``streaming_instructions.sh``): the difference of the totals over the
 difference of the chunks is the instructions of one relayed chunk, server and
-client; the client is this checkout's aiohttp for every tree. ``--bare``
+client; the client is this checkout's aiohttp for every tree. ``bare:URL``
 serves the floor instead (``_bare_proxy.py``: uvicorn + aiohttp relaying the
-bytes as they come) in front of the upstream at ``UPSTREAM_URL``, on the same
-uvicorn settings, so its count is the same work without laneway.
+bytes as they come) in front of the upstream at ``URL``, on the same uvicorn
+settings and loop, so its count is the same work without laneway.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from pathlib import Path
 import aiohttp
 import orjson
 import uvicorn
-from _bare_proxy import BareProxy
+import uvloop
 
+from _bare_proxy import BareProxy
 from laneway.cli.compose import build_gateway
 from laneway.cli.serve import config_dir
 from laneway.config.load import load_config
@@ -82,4 +84,5 @@ async def main(where: str, streams: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # as laneway serve runs
+        runner.run(main(sys.argv[1], int(sys.argv[2])))
