@@ -248,9 +248,15 @@ class Composer:
         from laneway.server.stored_keys import StoredKeys
         from laneway.state.keys.databases import DEFAULT_PATH, open_key_store
 
-        server = config.server
+        server, state = config.server, config.state
         store = open_key_store(server.key_store or DEFAULT_PATH, self.base_dir)
-        return StoredKeys(store, list(engine.lanes), config.aliases, server.key_store_poll)
+        notices = None
+        if state.url is not None:  # Redis: changes are announced there too
+            from laneway.state.keys.notices import RedisKeyNotices
+
+            notices = RedisKeyNotices.from_url(state.url, timeout=state.timeout)
+        lanes = list(engine.lanes)
+        return StoredKeys(store, lanes, config.aliases, server.key_store_poll, notices)
 
     def _admin(
         self, config: LanewayConfig, environ: Mapping[str, str], stored: StoredKeys

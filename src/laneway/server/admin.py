@@ -327,7 +327,7 @@ class AdminApi:
         log.info("admin %s: %s %s (request %s)", admin, action, target, rq.request_id or "-")
 
     async def _refresh(self) -> None:
-        await self.stored.refresh()
+        await self.stored.changed()
 
 
 def admin_api(

@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from laneway.policy.budget import BudgetCap
 from laneway.server.key_terms import KeyTerms, SpentBefore
@@ -27,9 +28,14 @@ from laneway.state.keys.ledger import key_owner, team_owner
 from laneway.state.keys.records import KeyRecord, Snapshot, TeamRecord
 from laneway.state.keys.store import KeyStore
 
+if TYPE_CHECKING:
+    from laneway.state.keys.notices import RedisKeyNotices
+
 log = logging.getLogger("laneway.keys")
 
 
+RELISTEN = 1.0
+"""Seconds between tries to subscribe again to change notices while Redis is away."""
 USE_EVERY = 5.0
 """Seconds between a replica's writes of its keys' last use (a use is stamped at the next
 poll of the store, so "last used" is as precise as ``server.key_store_poll``)."""
@@ -72,11 +78,17 @@ class StoredKeys:
         lanes: Sequence[str],
         aliases: Mapping[str, str] | None = None,
         poll: float = 0.5,
+        notices: RedisKeyNotices | None = None,
     ) -> None:
         self.store = store
         self.lanes = list(lanes)
         self.aliases = dict(aliases or {})
         self.poll = poll
+        self.notices = notices
+        """Change notices through Redis pub/sub (``None``: the poll alone)."""
+        self._nudged = asyncio.Event()
+        self._listening: asyncio.Task[None] | None = None
+        self._deaf = False
         self.version = -1
         self.snapshot: Snapshot | None = None
         self._by_digest: dict[bytes, _Entry] = {}
@@ -105,6 +117,8 @@ class StoredKeys:
         """Open the store, read it, then poll its version (in the running loop)."""
         if self._task is None:
             self._task = asyncio.create_task(self._polling())
+        if self.notices is not None and self._listening is None:
+            self._listening = asyncio.create_task(self._listen())
 
     async def ready(self, timeout: float = 5.0) -> None:
         """Wait (at most ``timeout`` s) for the first read of the store."""
@@ -113,6 +127,13 @@ class StoredKeys:
                 await self._loaded.wait()
 
     async def aclose(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listening
+            self._listening = None
+        if self.notices is not None:
+            await self.notices.aclose()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -156,6 +177,16 @@ class StoredKeys:
             return False
         self.load(await self.store.snapshot())
         return True
+
+    async def changed(self) -> None:
+        """This replica changed the store: reload now, and tell the others through Redis (if
+        that fails, they learn it at their next poll)."""
+        await self.refresh()
+        if self.notices is not None:
+            try:
+                await self.notices.publish(self.version)
+            except Exception as exc:  # Redis is a nudge: the store already holds the change
+                log.warning("key store change not announced through Redis: %s", exc)
 
     def load(self, snapshot: Snapshot) -> None:
         """Replace the keys held with ``snapshot``'s."""
@@ -204,4 +235,25 @@ class StoredKeys:
                 if self._failing:
                     log.info("key store readable again (version %d)", self.version)
                 self._failing = False
-            await asyncio.sleep(self.poll)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll):
+                    await self._nudged.wait()
+            self._nudged.clear()
+
+    async def _listen(self) -> None:
+        """Reload as soon as another replica announces a change; while Redis is away, the
+        poll alone (the outage logged once)."""
+        assert self.notices is not None
+        while True:
+            try:
+                async for version in self.notices.listen():
+                    if self._deaf:
+                        log.info("key store notices heard again through Redis")
+                        self._deaf = False
+                    if version is None or version != self.version:
+                        self._nudged.set()
+            except Exception as exc:
+                if not self._deaf:
+                    log.warning("key store notices unheard (Redis: %s); polling alone", exc)
+                self._deaf = True
+            await asyncio.sleep(RELISTEN)
