@@ -86,6 +86,7 @@ from laneway.server.request_ids import (
     tagging_send,
 )
 from laneway.server.status import ASK_FOR_KEY, StatusPage, basic_as_bearer, refresh_seconds
+from laneway.server.status_budgets import BudgetBoard
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
 from laneway.wire.mistral_ocr import parse_ocr_request
@@ -207,7 +208,10 @@ class Gateway:
         self.status: StatusPage | None = None
         if metrics is not None:
             self._routes["/metrics"] = ("GET", self._metrics)
-            self.status = StatusPage(engine, metrics)
+            board = None
+            if self.limits is not None:
+                board = BudgetBoard(self.limits.ledger, self.limits.keys.values(), stored)
+            self.status = StatusPage(engine, metrics, board)
             self._routes["/status"] = ("GET", self._status)
             self._routes["/status.json"] = ("GET", self._status)
 

@@ -36,6 +36,7 @@ from laneway.engine.standing import LaneStanding, stand
 from laneway.metrics import Metrics
 from laneway.metrics.standing import SourceGauge, standing_families
 from laneway.server.asgi import Reply
+from laneway.server.status_budgets import BudgetBoard
 from laneway.server.status_view import status_data
 
 HTML = b"text/html; charset=utf-8"
@@ -60,9 +61,13 @@ REFRESH_BOUNDS = (0.25, 3600.0)
 class StatusPage:
     """Builds the status data of ``engine`` and ``metrics`` when asked, as HTML or JSON."""
 
-    def __init__(self, engine: Engine, metrics: Metrics) -> None:
+    def __init__(
+        self, engine: Engine, metrics: Metrics, budgets: BudgetBoard | None = None
+    ) -> None:
         self.engine = engine
         self.metrics = metrics
+        self.budgets = budgets
+        """Keys' and teams' spend against their budgets (``None``: no key has limits)."""
 
     async def standings(self) -> list[LaneStanding]:
         """Every lane's standing now (one store peek per lane)."""
@@ -91,7 +96,11 @@ class StatusPage:
             if shared_state
             else "this worker",
         }
-        return status_data(standings, self.metrics.server_history(), engine.clock.wall(), worker)
+        wall = engine.clock.wall()
+        data = status_data(standings, self.metrics.server_history(), wall, worker)
+        if self.budgets is not None:
+            data["budgets"] = await self.budgets.rows(wall)
+        return data
 
     async def html(self, refresh: float = DEFAULT_REFRESH) -> Reply:
         """The page, refreshing itself every ``refresh`` seconds."""

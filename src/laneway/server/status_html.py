@@ -70,6 +70,7 @@ small,.hour{display:block;color:#777;font-weight:400;font-size:11px}
 .open{color:#c62828;font-weight:700}.half-open{color:#a66f00;font-weight:700}
 .num{font-variant-numeric:tabular-nums}
 svg{display:block}
+h2{font-size:15px;margin:18px 0 6px}
 """
 
 _SCRIPT = (
@@ -102,9 +103,28 @@ def render_page(data: dict[str, Any], refresh: float) -> bytes:
         + _header(data, refresh)
         + f"<main id=status><table><colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead>"
         + table
-        + "</table></main>"
+        + "</table>"
+        + _budgets(data.get("budgets", []))
+        + "</main>"
         + f"<script>{_script(refresh)}</script></body></html>"
     ).encode()
+
+
+def _budgets(rows: Sequence[dict[str, Any]]) -> str:
+    """Keys' and teams' spend against their budgets, the most spent first (none: nothing)."""
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr class='{row['verdict']}'><td>{escape(row['owner'])} "
+        f"<b>{escape(row['name'])}</b>"
+        + (f"<small>{len(row['keys'])} keys</small>" if row["owner"] == "team" else "")
+        + f"</td><td>{escape(row['period'])} <small>{escape(row['period_name'])}</small></td>"
+        f"<td class=num>{usd(row['spent_usd'])} of {usd(row['budget_usd'])}</td>"
+        f"<td class=num>{_state(row['verdict'], [])} {row['share']:.0%}</td></tr>"
+        for row in rows
+    )
+    heads = "".join(f"<th>{name}</th>" for name in ("key / team", "period", "spent", "of budget"))
+    return f"<h2>Budgets</h2><table class=budgets><thead><tr>{heads}</tr></thead>{body}</table>"
 
 
 def _script(refresh: float) -> str:

@@ -92,6 +92,8 @@ class StoredKeys:
         self.version = -1
         self.snapshot: Snapshot | None = None
         self._by_digest: dict[bytes, _Entry] = {}
+        self.budgeted: tuple[Caller, ...] = ()
+        """The callers of usable stored keys under a budget (their own or their team's)."""
         self._task: asyncio.Task[None] | None = None
         self._failing = False
         self._opened = False
@@ -205,6 +207,7 @@ class StoredKeys:
             raw = bytes.fromhex(digest.sha256)
             entries[raw] = _Entry(raw, record.id, caller, min(ends) if ends else None)
         self._by_digest = entries
+        self.budgeted = tuple(c for c in callers.values() if c.limits and c.limits.budgets)
         self.snapshot = snapshot
         self.version = snapshot.version
         self._loaded.set()

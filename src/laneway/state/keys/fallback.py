@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Iterable
 
 from laneway.core.clock import TimeSource
 from laneway.policy.budget import SECONDS_A_DAY, BudgetCap, period_name
@@ -127,6 +128,12 @@ class FallbackKeyLedger(SharedOrLocal):
             return {}
         self._remember(spend)
         return spend
+
+    async def read_spend(self, names: Iterable[str]) -> Spend:
+        """See ``KeyLedger.read_spend``: Redis's figures, this process's while it is away."""
+        wanted = list(names)
+        shared = await self._try(lambda: self.shared.read_spend(wanted))
+        return self.local.spend(wanted) if shared is None else shared
 
     async def claim(self, name: str, ttl: float) -> bool:
         """See ``KeyLedger.claim``: in this process, then in Redis; while Redis is away the

@@ -17,6 +17,7 @@ calendar periods. ``laneway.state.keys.memory`` keeps one process's figures;
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -172,6 +173,11 @@ class KeyLedger(Protocol):
         Returns the call's counters as settling left them (empty: it held none, or the
         figures are not known here), for budget alerts.
         """
+        ...
+
+    async def read_spend(self, names: Iterable[str]) -> Spend:
+        """USD counted in each of the counters ``names`` (0 for one never counted); for the
+        status page, never on a call's path."""
         ...
 
     async def claim(self, name: str, ttl: float) -> bool:

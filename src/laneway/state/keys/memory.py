@@ -167,6 +167,10 @@ class MemoryKeyLedger:
         """USD counted in each of the counters ``names`` (0 for one never counted)."""
         return {name: self._spent.get(name, 0.0) for name in names}
 
+    async def read_spend(self, names: Iterable[str]) -> Spend:
+        """See ``KeyLedger.read_spend``."""
+        return self.spend(names)
+
     def _counted(self, ask: KeyAsk, wall: float) -> tuple[Counter, ...]:
         """``ask``'s counters; on a new day, first drop the counters of periods that ended."""
         day = int(wall // SECONDS_A_DAY)

@@ -281,8 +281,8 @@ class RedisKeyLedger:
         value = await self.client.get(self._spend_key(f"{key_owner(key)}:{period}"))
         return float(value or 0.0)
 
-    async def spend(self, names: Iterable[str]) -> Spend:
-        """USD counted in each of the counters ``names`` (``Counter.name``; 0 if never counted)."""
+    async def read_spend(self, names: Iterable[str]) -> Spend:
+        """See ``KeyLedger.read_spend`` (one ``MGET``)."""
         wanted = list(names)
         if not wanted:
             return {}
