@@ -152,3 +152,14 @@ def test_streams_get_a_first_byte_timeout_of_their_own() -> None:
     config = lane(deadline="20s")
     settings = candidates(config, plain + streamed, Goal(None, 1.0), percentiles=[99])
     assert [(s.attempt_timeout, s.first_byte_timeout) for s in settings[1:2]] == [(2.5, 0.4)]
+
+
+def test_a_candidates_deadline_is_its_attempts_and_backoffs() -> None:
+    """Failed before: every candidate with a retry got the caller's whole 29 s, its worst case
+    counting a 30 s Retry-After wait for each retry."""
+    config = lane(attempt_timeout="8s", retries=2, retry_on=[503], backoff={"base": "1s"})
+    calls = [RecordedCall((ok(1.2),))] * 20 + [RecordedCall((ok(6.5),))]
+    goal = Goal(client_deadline=30.0, margin=1.0)
+    by_shape = {(c.attempt_timeout, c.retries): c for c in candidates(config, calls, goal)}
+    assert by_shape[(7.0, 1)].deadline == nice_ceiling(7 * 2 + 1)
+    assert by_shape[(7.0, 3)].deadline == 29.0, "still capped by the caller's deadline less margin"

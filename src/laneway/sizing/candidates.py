@@ -146,10 +146,16 @@ def _current(config: LaneConfig, goal: Goal) -> CandidateSettings:
 
 
 def _deadline(config: LaneConfig, timeout: float, retries: int, goal: Goal) -> float:
-    """The schedule's worst case, capped by what the caller's deadline leaves."""
-    probe = config.model_copy(
-        update={"attempt_timeout": timeout, "retries": retries, "deadline": math.inf}
-    )
+    """The schedule's worst case, capped by what the caller's deadline leaves.
+
+    The schedule is the attempts and their backoffs. A ``Retry-After`` up to
+    ``max_pushback_wait`` (30 s) is left out: counted for every retry it set
+    every candidate with a retry to the caller's whole budget. The deadline
+    keeps a longer wait from starting (it ends the call at once), and the
+    replay scores what that costs on the recorded calls.
+    """
+    update = {"attempt_timeout": timeout, "retries": retries, "deadline": math.inf}
+    probe = config.model_copy(update={**update, "max_pushback_wait": 0.0})
     need = nice_ceiling(worst_case(probe))
     if goal.client_deadline is None:
         return need
