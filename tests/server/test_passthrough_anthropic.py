@@ -117,3 +117,42 @@ async def test_a_json_answer_is_asked_by_a_forced_tool_and_written_as_text() -> 
     message = orjson.loads(answer.body)
     assert message["content"] == [{"type": "text", "text": '{"a":1}'}]
     assert message["stop_reason"] == "end_turn"
+
+
+def sse(kind: str, payload: dict[str, Any]) -> bytes:
+    return (
+        b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **payload}) + b"\n\n"
+    )
+
+
+STREAM = b"".join(
+    [
+        sse("message_start", {"message": {"id": "msg_03", "model": "claude-x", "usage": {}}}),
+        sse("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        sse("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "Paris"}}),
+        sse("content_block_stop", {"index": 0}),
+        sse(
+            "message_delta",
+            {
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"input_tokens": 7, "output_tokens": 1},
+            },
+        ),
+        sse("message_stop", {}),
+    ]
+)
+
+
+async def test_a_streamed_call_sends_the_callers_body_too() -> None:
+    upstream = Upstream(STREAM)
+    sent = {
+        "model": "claude",
+        "max_tokens": 64,
+        "stream": True,
+        "system": CACHED_SYSTEM,
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    }
+    answer = await post(gateway(upstream), sent)
+    assert answer.status == 200
+    assert orjson.loads(upstream.bodies[0]) == {**sent, "model": "claude-x"}
+    assert b'"text":"Paris"' in answer.body

@@ -59,11 +59,11 @@ class AnthropicProvider:
     def chat_request(self, request: ChatRequest, *, stream: bool) -> HttpRequest:
         """Build the ``/messages`` body; ``max_tokens`` is the caller's or the source's.
 
-        An Anthropic caller's body goes as it came, only its model rewritten
-        (``wire.anthropic.relay``), when nothing else must change.
+        An Anthropic caller's body goes as it was sent, only its model changed
+        (``wire.anthropic.relay``), when nothing else must change, streamed or not.
         """
         headers = with_request_id(self._headers, request.headers)
-        relayed = None if stream else relayed_messages_body(request, self.model)
+        relayed = relayed_messages_body(request, self.model, stream=stream)
         if relayed is not None:
             return HttpRequest("POST", self._url, headers, relayed)
         body = messages_body(request, self.model, self.max_tokens)

@@ -100,12 +100,14 @@ def _blocks_as_sent(message: dict[str, Any]) -> bool:
     return True
 
 
-def relayed_messages_body(request: ChatRequest, model: str) -> bytes | None:
+def relayed_messages_body(request: ChatRequest, model: str, *, stream: bool) -> bytes | None:
     """The caller's own Messages body with ``model`` as its model; ``None`` to write it afresh.
 
-    Not a stream's: its ``stream`` field is the caller's.
+    Only for the call the caller asked: its ``stream`` field must say ``stream``.
     """
     caller = request.caller_body
     if caller is None or caller.wire != ANTHROPIC_MESSAGES or not caller.holds(request):
+        return None
+    if (caller.fields.get("stream") is True) != stream:
         return None
     return orjson.dumps({**caller.fields, "model": model})
