@@ -4,9 +4,12 @@ The status page (``GET /status``) plots it; ``Metrics.observe`` feeds it with
 each finished call and the call's price, so it prices nothing itself. A call
 lands in the bucket of the moment it ended. Per lane it counts calls, failed
 calls (by error code), pushbacks, latency, time to first token, tokens and
-cost; per source it counts the attempts sent there (``requests``), the failed
-ones (``errors``), their pushbacks and latency, and the time to first token,
-tokens and cost of the calls that source answered.
+cost, and the hedges its calls raced (``hedges_won``, ``hedges_lost``: the
+hedge attempts that answered first, and those cancelled because the first
+attempt did, as ``laneway_hedges_total`` counts them); per source it counts the
+attempts sent there (``requests``), the failed ones (``errors``), their
+pushbacks, hedges and latency, and the time to first token, tokens and cost of
+the calls that source answered.
 
 Cost on the request path is O(1) per call plus one step per attempt: no
 locks, no sorting, a bucket allocated once per 10 s per series (and folded
@@ -34,7 +37,7 @@ from typing import Any
 import orjson
 
 from laneway.core.records import CallRecord
-from laneway.core.types import NOT_FAILED
+from laneway.core.types import HEDGE_LOST, HEDGE_WON, NOT_FAILED, RACED
 
 BUCKET_SECONDS = 10
 """Width of one bucket."""
@@ -79,6 +82,8 @@ class Bucket:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    hedges_won: int = 0
+    hedges_lost: int = 0
     latency: dict[int, int] = field(default_factory=dict)
     ttft: dict[int, int] = field(default_factory=dict)
     error_codes: dict[str, int] = field(default_factory=dict)
@@ -91,6 +96,8 @@ class Bucket:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost += other.cost
+        self.hedges_won += other.hedges_won
+        self.hedges_lost += other.hedges_lost
         _add_counts(self.latency, other.latency)
         _add_counts(self.ttft, other.ttft)
         _add_counts(self.error_codes, other.error_codes)
@@ -108,11 +115,16 @@ class Bucket:
             list(self.latency.items()),
             list(self.ttft.items()),
             self.error_codes,
+            self.hedges_won,
+            self.hedges_lost,
         ]
 
     def add_list(self, data: list[Any]) -> None:
         """Add the counts of a bucket ``as_list`` wrote (another worker's)."""
-        _, requests, errors, pushbacks, prompt, completion, cost, lat, ttft, codes = data
+        _, requests, errors, pushbacks, prompt, completion, cost, lat, ttft, codes = data[:10]
+        won, lost = data[10:12] if len(data) >= 12 else (0, 0)  # a worker's older snapshot
+        self.hedges_won += won
+        self.hedges_lost += lost
         self.requests += requests
         self.errors += errors
         self.pushbacks += pushbacks
@@ -249,6 +261,8 @@ class History:
             if attempt.pushback:
                 bucket.pushbacks += 1
                 total.pushbacks += 1
+            if attempt.outcome in RACED:
+                _raced(total, bucket, attempt.outcome)
             if attempt.source == source:
                 answering = bucket
         if not source:
@@ -329,6 +343,17 @@ class History:
             series = self.series[key] = Series()
         newest = self._newest[key] = series.current(slot)
         return newest
+
+
+def _raced(total: Bucket, source: Bucket, outcome: str) -> None:
+    """A hedge race's attempt: a hedge that won or lost, counted to the lane and its source
+    (a first attempt its hedge beat, ``cancelled``, is no hedge)."""
+    if outcome == HEDGE_WON:
+        total.hedges_won += 1
+        source.hedges_won += 1
+    elif outcome == HEDGE_LOST:
+        total.hedges_lost += 1
+        source.hedges_lost += 1
 
 
 def _answered(total: Bucket, source: Bucket | None, record: CallRecord, usd: float | None) -> None:

@@ -28,7 +28,7 @@ COLUMNS = (
     ("quota used", 7),
     ("requests", 5.5),
     ("errors", 5.5),
-    ("push-backs", 5),
+    ("push-backs · hedges", 5),
     ("latency p50 / p99", 7),
     ("TTFT p50 / p99", 7),
     ("tokens in / out", 6),
@@ -247,7 +247,7 @@ def _figure_cells(row: dict[str, Any]) -> list[str]:
     return [
         _pair(str(now["requests"]), str(hour["requests"])),
         _pair(_errors(now), _errors(hour)),
-        _pair(str(now["pushbacks"]), str(hour["pushbacks"])),
+        _pair(_pushbacks(now), _pushbacks(hour)),
         _pair(_percentiles(now, "latency"), _percentiles(hour, "latency")),
         _pair(_percentiles(now, "ttft"), _percentiles(hour, "ttft")),
         _pair(_tokens(now), _tokens(hour)),
@@ -258,6 +258,19 @@ def _figure_cells(row: dict[str, Any]) -> list[str]:
 
 def _pair(now: str, hour: str) -> str:
     return f"{now}<span class=hour>{hour}</span>"
+
+
+def _pushbacks(figures: dict[str, Any]) -> str:
+    """Push-backs, then the hedges raced when there were any: per call, won and lost."""
+    text = str(figures["pushbacks"])
+    if not figures["hedges"]:
+        return text
+    rate = figures["hedge_rate"]
+    per_call = "" if rate is None else f" · {rate:.1%} of calls"
+    return (
+        f"{text}<small>hedged {figures['hedges']}{per_call} · won {figures['hedges_won']}, "
+        f"lost {figures['hedges_lost']}</small>"
+    )
 
 
 def _errors(figures: dict[str, Any]) -> str:

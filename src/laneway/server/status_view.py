@@ -62,6 +62,7 @@ def figures(bucket: Bucket) -> dict[str, Any]:
         "errors": bucket.errors,
         "error_rate": bucket.errors / bucket.requests if bucket.requests else None,
         "pushbacks": bucket.pushbacks,
+        **hedge_figures(bucket),
         "latency_p50": binned_quantile(bucket.latency, 0.5),
         "latency_p99": binned_quantile(bucket.latency, 0.99),
         "ttft_p50": binned_quantile(bucket.ttft, 0.5),
@@ -70,6 +71,22 @@ def figures(bucket: Bucket) -> dict[str, Any]:
         "completion_tokens": bucket.completion_tokens,
         "cost_usd": round(bucket.cost, 6),
         "errors_by_code": dict(sorted(bucket.error_codes.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def hedge_figures(bucket: Bucket) -> dict[str, Any]:
+    """Hedges raced over a span: how many (won and lost), and per call (``None``: no call).
+
+    A hedge is a second attempt a slow first one started (``hedge:``); it won when it
+    answered first, lost when the first attempt did. The same count as
+    ``laneway_hedges_total{outcome=~"hedge_won|hedge_lost"}``.
+    """
+    hedges = bucket.hedges_won + bucket.hedges_lost
+    return {
+        "hedges": hedges,
+        "hedges_won": bucket.hedges_won,
+        "hedges_lost": bucket.hedges_lost,
+        "hedge_rate": hedges / bucket.requests if bucket.requests else None,
     }
 
 
@@ -84,6 +101,7 @@ def _figures(history: History, lane: str, source: str, last: int) -> dict[str, A
         "points": {
             "requests": [p.requests for p in points],
             "errors": [p.errors for p in points],
+            "hedges": [p.hedges_won + p.hedges_lost for p in points],
             "latency_p99": [binned_quantile(p.latency, 0.99) for p in points],
         },
     }
