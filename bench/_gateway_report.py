@@ -36,6 +36,7 @@ DIRECT = "direct (nginx, CPU 1)"
 DIRECT_CROSS = "direct, cross-core (nginx on CPU 0)"
 BARE = "bare uvicorn+aiohttp forwarder (floor)"
 LITELLM = "LiteLLM proxy"
+PORTKEY = "Portkey gateway (Node)"
 
 
 @dataclass
@@ -304,7 +305,10 @@ def setup_text(ctx: Context) -> str:
         "the run ÷ requests; RSS = VmRSS of the tree after the c=32 run; ready = spawn → "
         "first 200 chat completion through the gateway (5 ms polls). LiteLLM: `litellm "
         "--config … --num_workers 1 --telemetry False`, offline env, no database, its "
-        "default INFO access log left on. Every row is sent the same request with an "
+        "default INFO access log left on. Portkey: `node …/@portkey-ai/gateway/build/"
+        "start-server.js --port=N --headless` (its package's own start, one Node process), "
+        "routed by `x-portkey-provider: openai` and `x-portkey-custom-host` to the same "
+        "nginx. Every row is sent the same request with an "
         "`Authorization: Bearer` header; laneway checks it against a key with an `rpm` "
         "limit (never reached), keeps metrics and writes its JSON access log (to a file) "
         "on every row, telemetry as named."
@@ -314,7 +318,7 @@ def setup_text(ctx: Context) -> str:
 def render(ctx: Context) -> str:
     """The whole section, targets beside the measured figures."""
     parts = [
-        "## Gateway: `laneway serve` vs direct upstream vs LiteLLM proxy",
+        "## Gateway: `laneway serve` vs direct upstream vs Portkey and LiteLLM",
         provenance(COMMAND).strip(),
         setup_text(ctx),
         latency_table(ctx.rows),

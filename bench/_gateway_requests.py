@@ -1,6 +1,7 @@
 """A fixed number of keyed chat requests through the gateway, for instruction counts.
 
     python bench/_gateway_requests.py CONFIG CALLS [PROMPT_BYTES]
+        [--model LANE] [--key KEY] [--access-log json] [--as-served]
 
 The ``laneway serve`` app of ``CONFIG`` (``build_gateway``: key limits, metrics,
 telemetry as the config names them) runs on uvicorn with laneway's protocol in
@@ -15,17 +16,27 @@ about that many bytes instead (user and assistant turns of 1,000 characters).
 With ``REQUEST=embeddings`` in the environment it sends base64 embeddings
 requests of 64 texts to the lane ``em`` instead (``gateway_instructions.sh``
 adds it, pinned to 1,536 dimensions).
+
+``bench/cost_ledger.py --instructions`` runs it for each row of the ledger (its
+lane, its key, the access log ``--log-level info`` writes) ``--as-served``: on
+uvloop, with the heap frozen after the warm-up, as ``laneway serve`` runs (a
+full collection then walks only what the calls made, not the whole startup heap
+at an arbitrary call). ``gateway_instructions.sh`` keeps asyncio's own loop and
+an unfrozen heap, so its figures compare with its earlier ones.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import gc
 import os
-import sys
 from pathlib import Path
+from typing import Literal
 
 import aiohttp
 import orjson
+import uvloop
 
 from laneway.cli.compose import build_gateway
 from laneway.cli.serve import config_dir
@@ -34,7 +45,7 @@ from laneway.server.prompt import PromptServer
 from laneway.server.run import uvicorn_config
 
 HELLO = [{"role": "user", "content": "Say hello."}]
-HEADERS = {"Authorization": "Bearer sk-bench-0123456789", "content-type": "application/json"}
+WARM_UP = 50
 
 
 def conversation(size: int) -> list[dict[str, str]]:
@@ -44,7 +55,7 @@ def conversation(size: int) -> list[dict[str, str]]:
     return [{"role": roles[n % 2], "content": f"turn {n} " + "x" * 992} for n in range(turns)]
 
 
-def request(prompt_bytes: int) -> tuple[str, bytes]:
+def request(prompt_bytes: int, model: str) -> tuple[str, bytes]:
     """The path and body every call sends."""
     if os.environ.get("REQUEST") == "embeddings":
         texts = [f"text number {n}" for n in range(64)]
@@ -52,22 +63,35 @@ def request(prompt_bytes: int) -> tuple[str, bytes]:
         return "/v1/embeddings", orjson.dumps(asked)
     messages = conversation(prompt_bytes) if prompt_bytes else HELLO
     return "/v1/chat/completions", orjson.dumps(
-        {"model": "gw", "messages": messages, "max_tokens": 16}
+        {"model": model, "messages": messages, "max_tokens": 16}
     )
 
 
-async def main(path: Path, calls: int, prompt_bytes: int) -> None:
-    endpoint, body = request(prompt_bytes)
+async def main(
+    path: Path,
+    calls: int,
+    prompt_bytes: int,
+    *,
+    model: str,
+    key: str,
+    access_log: Literal["json", "text"] | None,
+    freeze: bool,
+) -> None:
+    endpoint, body = request(prompt_bytes, model)
+    headers = {"Authorization": f"Bearer {key}", "content-type": "application/json"}
     config, environ = load_config(path)
-    gateway = build_gateway(config, environ, config_dir(path))
+    gateway = build_gateway(config, environ, config_dir(path), access_log=access_log)
     server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
     serving = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 (uvicorn has no event to wait on)
         await asyncio.sleep(0.01)
     url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}{endpoint}"
     async with aiohttp.ClientSession() as http:
-        for _ in range(50 + calls):
-            async with http.post(url, data=body, headers=HEADERS) as response:
+        for number in range(WARM_UP + calls):
+            if freeze and number == WARM_UP:
+                gc.collect()
+                gc.freeze()
+            async with http.post(url, data=body, headers=headers) as response:
                 await response.read()
                 assert response.status == 200, response.status
     server.stop()
@@ -75,5 +99,27 @@ async def main(path: Path, calls: int, prompt_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    prompt = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]), prompt))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path)
+    parser.add_argument("calls", type=int)
+    parser.add_argument("prompt_bytes", type=int, nargs="?", default=0)
+    parser.add_argument("--model", default="gw")
+    parser.add_argument("--key", default="sk-bench-0123456789")
+    parser.add_argument("--access-log", choices=["json", "text"])
+    parser.add_argument(
+        "--as-served", action="store_true", help="uvloop and a frozen heap, as laneway serve"
+    )
+    ns = parser.parse_args()
+    run = main(
+        ns.config,
+        ns.calls,
+        ns.prompt_bytes,
+        model=ns.model,
+        key=ns.key,
+        access_log=ns.access_log,
+        freeze=ns.as_served,
+    )
+    if ns.as_served:
+        uvloop.run(run)
+    else:
+        asyncio.run(run)

@@ -6,6 +6,9 @@
 #   bash bench/all.sh --quick    every script in its quick mode (~3 minutes; not for the doc)
 #   bash bench/all.sh --litellm  LiteLLM's proxy beside laneway where it can run the load
 #                                (its venv, bench/.venv-litellm, is built on first use: ~2 min)
+# The gateway benchmark runs the Portkey gateway (Node) beside laneway whenever node and npm
+# can install it (bench/.portkey, on first use: ~20 s; skipped, with the reason, otherwise).
+# The cost ledger runs last (~12 minutes: 9 rounds of 12 rows).
 # RSS_SECONDS (default 120) is the c=32 load before the workers benchmark reads RSS; the
 # issue's target is after 5 minutes (RSS_SECONDS=300 adds ~6 minutes).
 set -euo pipefail
@@ -37,6 +40,7 @@ if [[ ${#quick[@]} -gt 0 ]]; then
   step embeddings $py bench/embeddings.py --quick "${litellm[@]}" --no-write
   step workers $py bench/workers.py --quick --rss-seconds "$rss" --no-write
   step scaleout $py bench/scaleout.py --quick --no-write
+  step cost-ledger $py bench/cost_ledger.py --rounds 1 --seconds 1
 else
   step gateway $py bench/gateway.py "${gateway[@]}"
   step profile $py bench/profile_gateway.py
@@ -44,5 +48,6 @@ else
   step embeddings $py bench/embeddings.py "${litellm[@]}"
   step workers $py bench/workers.py --rss-seconds "$rss"
   step scaleout $py bench/scaleout.py
+  step cost-ledger $py bench/cost_ledger.py --write docs/benchmarks.md
 fi
 echo "all benchmarks: $((SECONDS - began)) s" >&2

@@ -1,22 +1,31 @@
 """The cost ledger: CPU µs per request of each request-path feature, on vs off, in one run.
 
-A baseline ``laneway serve`` (one lane on a fixed nginx upstream, no key, telemetry
-off, access log off, no traces, local state, no cache) is measured beside one
-variant per feature, each the baseline with one config mutation (``FEATURES``).
+A baseline ``laneway serve`` (one lane on a fixed nginx upstream, no key, no metrics,
+telemetry off, access log off, no traces, local state, no cache) is measured beside
+one variant per feature, each the baseline with config mutations (``FEATURES``);
+a feature's price is against the baseline, or against the row it needs
+(``against``: an unused hedge against the same two sources without one).
 Every round runs every row once, in a rotated order, each server started fresh;
 the figure of a row is the median over rounds of the gateway process's CPU per
-answered request (``/proc``), and its price is that minus the baseline's median,
-with the spread of the per-round differences. Adding a feature to the ledger is
-one entry in ``FEATURES``. Placement as in ``bench/gateway.py``: the gateway on
-CPU 0, nginx and wrk on CPU 1.
+answered request (``/proc``), and its price is the median of the per-round
+differences, with their spread. Adding a feature to the ledger is one entry in
+``FEATURES``. Placement as in ``bench/gateway.py``: the gateway on CPU 0, nginx
+and wrk on CPU 1. Traces go to a collector in this process that answers 200.
+
+``--instructions`` counts instructions instead (callgrind, ``bench/_callgrind.py``):
+each row's ``laneway serve`` app runs in ``bench/_gateway_requests.py`` with its
+client in one process, at c=1, once with ``--few`` and once with ``--many`` calls;
+the difference over the difference of the calls is the row's instructions per
+request, server and client (the client the same in every row). Repeatable on a
+busy host, where the CPU figures are not.
 
     uv run python bench/cost_ledger.py --rounds 9 --seconds 3 --write docs/benchmarks.md
+    uv run python bench/cost_ledger.py --instructions --write docs/benchmarks.md
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -25,110 +34,24 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _callgrind
 import _cpustat
 import _gateway_setup as setup
 import _proctree
 import _wrk
+from _ledger_rows import FEATURES, LANE, Mutation, Server, baseline
 from _procs import free_port, post_once, spawn
+from _trace_collector import collector
 from nginx_upstream import start_nginx
 
 GATEWAY_CPU, LOAD_CPU = 0, 1
 CONCURRENCY = 8
-LANE = f"cost-ledger-{os.getpid()}"
-"""A lane name of this run only: Redis state keys it writes are its own."""
 SECTION = "## Cost ledger"
-
-
-@dataclass
-class Server:
-    """What one row starts: the config, the environment and the serve arguments."""
-
-    config: dict[str, Any]
-    env: dict[str, str]
-    args: list[str]
-    scratch: Path
-
-
-Mutation = Callable[[Server], None]
-
-
-def _key_limits(s: Server) -> None:
-    key = {"name": "bench", "key": setup.BENCH_KEY, "rpm": setup.KEY_RPM}
-    s.config["server"]["keys"] = [key]
-
-
-def _telemetry(s: Server) -> None:
-    s.config["telemetry"] = {"url": f"sqlite:///{s.scratch / 'telemetry.sqlite3'}"}
-
-
-def _access_log(s: Server) -> None:
-    s.args[s.args.index("--log-level") + 1] = "info"
-
-
-def _traces(s: Server) -> None:
-    s.env["OTEL_TRACES_EXPORTER"] = "otlp"
-    s.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{free_port()}"
-
-
-def _redaction(s: Server) -> None:
-    s.config["lanes"][LANE]["sources"][0]["api_key"] = "sk-cost-ledger-secret-0123456789"
-
-
-def _redis_state(s: Server) -> None:
-    s.config["state"] = {"url": "redis://127.0.0.1:6379/0"}
-
-
-def _response_cache(s: Server) -> None:
-    s.config["cache"] = {"url": ":memory:"}
-    s.config["lanes"][LANE]["cache"] = {"ttl": "1h"}
-
-
-def _unused_hedge(s: Server) -> None:
-    lane = s.config["lanes"][LANE]
-    lane["sources"].append({**lane["sources"][0], "priority": 1})
-    lane["hedge"] = {"after": "20s"}
-
-
-def _stored_keys(s: Server) -> None:
-    _key_limits(s)
-    s.config["server"]["key_store"] = f"sqlite:///{s.scratch / 'keys.sqlite3'}"
-    s.config["server"]["admin_keys"] = [{"name": "ops", "key": "sk-cost-ledger-admin-0123"}]
-
-
-FEATURES: dict[str, tuple[str, Mutation]] = {
-    "key limits": ("a server key with an rpm, checked every call", _key_limits),
-    "telemetry": ("telemetry to a SQLite file", _telemetry),
-    "access log": ("`--log-level info`: one JSON access-log line a call", _access_log),
-    "traces": ("OTLP traces to a local port nothing listens on", _traces),
-    "redaction": ("a literal source api_key, redacted from logs and errors", _redaction),
-    "Redis state": ("`state: {url: redis://127.0.0.1:6379/0}`", _redis_state),
-    "response cache": (
-        "`cache: {ttl: 1h}` on `:memory:` (all but the first call hit)",
-        _response_cache,
-    ),
-    "hedge (unused)": (
-        "`hedge: {after: 20s}`, never reached, and the second source it needs",
-        _unused_hedge,
-    ),
-    "stored-key lookup": ("key limits plus a key store (`server.key_store`)", _stored_keys),
-}
-"""Each feature: what it turns on, and the mutation of the baseline that does it."""
-
-
-def baseline(upstream: str, scratch: Path) -> Server:
-    """One lane on nginx and nothing else on; metrics are always on in ``laneway serve``."""
-    source = {"provider": "openai", "base_url": f"{upstream}/v1", "model": setup.UPSTREAM_MODEL}
-    config: dict[str, Any] = {
-        "lanes": {LANE: {"kind": "chat", "deadline": "30s", "sources": [source]}},
-        "server": {"host": "127.0.0.1"},
-        "telemetry": {"url": "none"},
-    }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    return Server(config, env, ["--log-level", "warning"], scratch)
+INSTRUCTIONS_SECTION = "## Cost ledger in instructions"
+DRIVER = Path(__file__).resolve().parent / "_gateway_requests.py"
 
 
 @dataclass
@@ -138,19 +61,33 @@ class Row:
     name: str
     note: str
     mutate: Mutation | None
+    against: str = "baseline"
     us: list[float] = field(default_factory=list)
     failed: str | None = None
 
 
-def one_round(row: Row, upstream: str, scratch: Path, script: str, seconds: int) -> float:
+@dataclass(frozen=True)
+class Place:
+    """Where every row's server points: the upstream, the trace collector, a scratch folder."""
+
+    upstream: str
+    traces: str
+    scratch: Path
+
+    def server(self, row: Row) -> tuple[Server, Path]:
+        """The row's server (the baseline with its mutations) and its config file."""
+        workdir = Path(tempfile.mkdtemp(prefix="ledger-", dir=self.scratch))
+        server = baseline(self.upstream, workdir, self.traces)
+        if row.mutate is not None:
+            row.mutate(server)
+        return server, setup.write_yaml(workdir / "laneway.yaml", server.config)
+
+
+def one_round(row: Row, place: Place, script: str, seconds: int) -> float:
     """Start the row's server, warm it, load it; the server's CPU µs per answered request."""
-    workdir = Path(tempfile.mkdtemp(prefix="ledger-", dir=scratch))
-    server = baseline(upstream, workdir)
-    if row.mutate is not None:
-        row.mutate(server)
-    config = setup.write_yaml(workdir / "laneway.yaml", server.config)
+    server, config = place.server(row)
     port = free_port()
-    cmd = [*setup.laneway_cmd(config, port, workdir), *server.args]
+    cmd = [*setup.laneway_cmd(config, port, config.parent), *server.args]
     with ExitStack() as stack:
         proc = spawn(row.name, cmd, cpu=GATEWAY_CPU, env=server.env)
         stack.callback(proc.stop)
@@ -180,22 +117,48 @@ def _ready(log_tail: Callable[[], str], port: int, timeout_s: float = 30.0) -> N
     raise RuntimeError(f"did not answer 200 on :{port}\n{log_tail()}")
 
 
-def run(rounds: int, seconds: int) -> tuple[list[Row], float]:
-    """Every row once per round, order rotated; the other processes' CPU share seen."""
+def instructions_per_request(row: Row, place: Place, few: int, many: int) -> float:
+    """The row's instructions per request (server and client, c=1; see the module doc)."""
+    server, config = place.server(row)
+    cmd = [sys.executable, str(DRIVER), "--model", LANE, "--key", setup.BENCH_KEY]
+    if server.args[server.args.index("--log-level") + 1] == "info":
+        cmd += ["--access-log", "json"]
+    cmd.append(str(config))
+    env = {**server.env, "PYTHONPATH": str(setup.REPO_ROOT / "src")}
+    return _callgrind.per_call(cmd, env, few, many)
+
+
+def ledger_rows(only: list[str] | None = None) -> list[Row]:
+    """The baseline, then a row per feature (``only``: those named and what they are priced
+    against)."""
     rows = [Row("baseline", "nothing on", None)]
-    rows += [Row(name, note, mutate) for name, (note, mutate) in FEATURES.items()]
+    for name, (note, mutate, against) in FEATURES.items():
+        rows.append(Row(name, note, mutate, against or "baseline"))
+    if only is None:
+        return rows
+    unknown = sorted(set(only) - {row.name for row in rows})
+    if unknown:
+        raise SystemExit(f"--only: no row {', '.join(unknown)} (rows: {', '.join(FEATURES)})")
+    wanted = {"baseline", *only} | {row.against for row in rows if row.name in only}
+    return [row for row in rows if row.name in wanted]
+
+
+def run(rounds: int, seconds: int, only: list[str] | None) -> tuple[list[Row], float]:
+    """Every row once per round, order rotated; the other processes' CPU share seen."""
+    rows = ledger_rows(only)
     setup.compile_laneway()
     scratch = Path(tempfile.mkdtemp(prefix="cost-ledger-"))
     script = _wrk.write_script(scratch / "post.lua", setup.request_body(LANE), setup.AUTH_HEADERS)
     busy0, wall0 = _cpustat.busy_seconds(), time.monotonic()
-    with start_nginx(free_port(), cpu=LOAD_CPU) as nginx:
+    with start_nginx(free_port(), cpu=LOAD_CPU) as nginx, collector() as traces:
+        place = Place(nginx.url, traces, scratch)
         for number in range(rounds):
             shift = number % len(rows)
             for row in rows[shift:] + rows[:shift]:
                 if row.failed is not None:
                     continue
                 try:
-                    row.us.append(one_round(row, nginx.url, scratch, script, seconds))
+                    row.us.append(one_round(row, place, script, seconds))
                 except RuntimeError as exc:
                     row.failed = str(exc).splitlines()[-1][:200]
             print(f"round {number + 1}/{rounds} done", flush=True)
@@ -203,38 +166,60 @@ def run(rounds: int, seconds: int) -> tuple[list[Row], float]:
     return rows, load
 
 
-def table(rows: list[Row]) -> list[str]:
-    """The ledger: each row's median, its price over the baseline, and the spread."""
-    base = rows[0].us
+def count(few: int, many: int, only: list[str] | None) -> list[Row]:
+    """Every row's instructions per request, once (they repeat to a few tenths of a percent)."""
+    rows = ledger_rows(only)
+    scratch = Path(tempfile.mkdtemp(prefix="cost-ledger-"))
+    with start_nginx(free_port(), cpu=LOAD_CPU) as nginx, collector() as traces:
+        place = Place(nginx.url, traces, scratch)
+        for row in rows:
+            try:
+                row.us.append(instructions_per_request(row, place, few, many))
+            except RuntimeError as exc:
+                row.failed = str(exc).splitlines()[-1][:200]
+            print(f"{row.name}: {row.us[0] if row.us else row.failed}", flush=True)
+    return rows
+
+
+def table(rows: list[Row], unit: str) -> list[str]:
+    """The ledger: each row's median, its price over the row it is measured against, and the
+    spread of the per-round prices."""
+    by_name = {row.name: row for row in rows}
     out = [
-        "| feature | what is on | CPU µs/request (median) | price vs baseline (median) | "
+        f"| feature | what is on | {unit} (median) | price (median) | against | "
         "spread of the per-round price (min..max) |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row.failed is not None or not row.us:
-            out.append(f"| {row.name} | {row.note} | did not run: {row.failed} | | |")
+            out.append(f"| {row.name} | {row.note} | did not run: {row.failed} | | | |")
             continue
         median = statistics.median(row.us)
         if row.mutate is None:
-            out.append(f"| {row.name} | {row.note} | {median:.0f} | - | - |")
+            out.append(f"| {row.name} | {row.note} | {median:,.0f} | - | - | - |")
+            continue
+        base = by_name[row.against].us
+        if not base:
+            out.append(f"| {row.name} | {row.note} | {median:,.0f} | | {row.against} | |")
             continue
         diffs = [a - b for a, b in zip(row.us, base, strict=False)]
         price = statistics.median(diffs)
         share = 100 * price / statistics.median(base)
-        spread = f"{min(diffs):+.0f}..{max(diffs):+.0f}"
+        spread = f"{min(diffs):+,.0f}..{max(diffs):+,.0f}" if len(diffs) > 1 else "-"
         out.append(
-            f"| {row.name} | {row.note} | {median:.0f} | {price:+.0f} ({share:+.0f}%) | {spread} |"
+            f"| {row.name} | {row.note} | {median:,.0f} | {price:+,.0f} ({share:+.1f}%) "
+            f"| {row.against} | {spread} |"
         )
     return out
 
 
 NOTES = [
-    "Reading it: a row's price is what its feature adds to a request of a lane using it. The",
-    "response cache row is the hit path (the same request every time), so it is cheaper than",
-    "the baseline; the stored-key row includes key limits (subtract that row); the hedge row",
-    "includes the second source a hedge needs. On a busy machine the spread is wide: compare",
-    "prices, not single figures, and re-run with more rounds on a quiet one.",
+    "Reading it: a row's price is what its feature adds to a request of a lane using it,",
+    "against the row named (the baseline, or the row the feature needs: an unused hedge",
+    "against the same two sources without it, a key store against the key it looks up).",
+    "The response cache row is the hit path (the same request every time), so it is cheaper",
+    "than the baseline. On a busy machine the spread is wide: compare prices, not single",
+    "figures, and re-run with more rounds on a quiet one.",
 ]
 
 
@@ -247,11 +232,10 @@ def section(rows: list[Row], load: float, rounds: int, seconds: int, command: st
         f"upstream, wrk c={CONCURRENCY} for {seconds} s per row and round after a 1 s warm-up,",
         f"{rounds} interleaved rounds (order rotated, each server started fresh); the gateway",
         "process's CPU per answered request, read from /proc. The price is the median of the",
-        "per-round differences from the baseline of the same round. Metrics are always on in",
-        "`laneway serve`, so they are in every row, the baseline included.",
+        "per-round differences from the row it is measured against, in the same round.",
         f"The whole machine averaged {load:.2f} busy cores of 2 during the run.",
         "",
-        *table(rows),
+        *table(rows, "CPU µs/request"),
         "",
         *NOTES,
         "",
@@ -259,14 +243,34 @@ def section(rows: list[Row], load: float, rounds: int, seconds: int, command: st
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    """Replace the ledger section of ``path`` (to the next ``## `` heading), or append it."""
+def instructions_section(rows: list[Row], few: int, many: int, command: str) -> str:
+    """The docs/benchmarks.md section of an ``--instructions`` run."""
+    lines = [
+        INSTRUCTIONS_SECTION,
+        "",
+        f"`{command}` ({setup.laneway_version()}). Each row's `laneway serve` app and an aiohttp",
+        "client in one process (`bench/_gateway_requests.py`), c=1, under",
+        f"`valgrind --tool=callgrind`, once with {few} and once with {many} calls after 50",
+        f"warm-up ones: the difference of the totals over {many - few} is the row's instructions",
+        "per request, server and client (the client's share is the same in every row). One run:",
+        "the counts repeat to a few tenths of a percent, whatever else the host runs.",
+        "",
+        *table(rows, "instructions/request"),
+        "",
+        *NOTES[:4],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str, heading: str = SECTION) -> None:
+    """Replace the section ``heading`` of ``path`` (to the next ``## `` heading), or append it."""
     doc = path.read_text(encoding="utf-8")
-    start = doc.find(SECTION + "\n")
+    start = doc.find(heading + "\n")
     if start < 0:
         path.write_text(doc.rstrip("\n") + "\n\n" + text, encoding="utf-8")
         return
-    end = doc.find("\n## ", start + len(SECTION))
+    end = doc.find("\n## ", start + len(heading))
     tail = "" if end < 0 else doc[end + 1 :]
     path.write_text(doc[:start] + text + ("\n" + tail if tail else ""), encoding="utf-8")
 
@@ -276,13 +280,25 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--write", type=Path, help="replace the ledger section of this file")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions (callgrind), not CPU"
+    )
+    parser.add_argument("--few", type=int, default=100, help="calls of the short count")
+    parser.add_argument("--many", type=int, default=500, help="calls of the long count")
+    parser.add_argument(
+        "--only", type=lambda text: text.split(","), help="these rows (comma-separated) only"
+    )
     ns = parser.parse_args()
-    command = "uv run python bench/cost_ledger.py " + " ".join(sys.argv[1:])
-    rows, load = run(ns.rounds, ns.seconds)
-    text = section(rows, load, ns.rounds, ns.seconds, command.strip())
+    command = ("uv run python bench/cost_ledger.py " + " ".join(sys.argv[1:])).strip()
+    if ns.instructions:
+        rows = count(ns.few, ns.many, ns.only)
+        text, heading = instructions_section(rows, ns.few, ns.many, command), INSTRUCTIONS_SECTION
+    else:
+        rows, load = run(ns.rounds, ns.seconds, ns.only)
+        text, heading = section(rows, load, ns.rounds, ns.seconds, command), SECTION
     print(text)
     if ns.write is not None:
-        write_section(ns.write, text)
+        write_section(ns.write, text, heading)
     return 0
 
 

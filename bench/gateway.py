@@ -1,10 +1,11 @@
-"""``laneway serve`` vs the bare upstream vs the LiteLLM proxy, under a C load generator.
+"""``laneway serve`` vs the bare upstream vs Portkey and LiteLLM, under a C load generator.
 
 Answers the gateway targets of the issue with figures anyone can re-run: how many
 requests per second one laneway worker forwards, how much latency it adds over calling
 the upstream directly, what each request costs in CPU, how much memory it holds and
 how fast it is ready. nginx answering from memory is the upstream (the physical limit
-on this machine); LiteLLM 1.96.2 runs against the same nginx for the comparison.
+on this machine); the Portkey gateway 1.15.2 (Node, ``bench/portkey_env.py``) and
+LiteLLM 1.96.2 run against the same nginx for the comparison.
 
 Placement on the 2 cores, the same for every row: the server under test alone on
 CPU 0; nginx and wrk together on CPU 1 (this script too, mostly asleep). Each gateway
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +44,7 @@ import _gateway_setup as setup
 import _proctree
 import _wrk
 import litellm_env
+import portkey_env
 from _procs import Proc, free_port, post_once, spawn
 from nginx_upstream import NginxHandle, start_nginx
 
@@ -89,6 +92,8 @@ class Row:
     env: dict[str, str] | None = None
     ready_timeout_s: float = 20.0
     db: Path | None = None
+    headers: dict[str, str] = field(default_factory=lambda: dict(setup.AUTH_HEADERS))
+    """What every request to the row carries (Portkey's routing headers beside the key)."""
     samples: dict[int, list[Sample]] = field(default_factory=dict)
     rss_mib: list[float] = field(default_factory=list)
     ready_s: list[float] = field(default_factory=list)
@@ -107,17 +112,17 @@ class Bench:
     rounds: int = ROUNDS
     seconds: int = SECONDS
     litellm: bool = True
+    portkey: bool = True
     scripts: dict[str, str] = field(default_factory=dict)
     quiet_left_s: float = QUIET_BUDGET_S
 
-    def script(self, model: str) -> str:
-        """The Lua script POSTing a request for ``model`` (written once per model)."""
-        if model not in self.scripts:
+    def script(self, row: Row) -> str:
+        """The Lua script POSTing the row's request (written once per model and headers)."""
+        key = repr((row.model, sorted(row.headers.items())))
+        if key not in self.scripts:
             path = self.scratch / f"post-{len(self.scripts)}.lua"
-            self.scripts[model] = _wrk.write_script(
-                path, setup.request_body(model), setup.AUTH_HEADERS
-            )
-        return self.scripts[model]
+            self.scripts[key] = _wrk.write_script(path, setup.request_body(row.model), row.headers)
+        return self.scripts[key]
 
     def wait_quiet(self) -> None:
         """Let other people's jobs finish (briefly) so they do not land in this round."""
@@ -128,12 +133,18 @@ class Bench:
 # ------------------------------------------------------------------------------ measuring
 
 
-def wait_first_200(proc: Proc, port: int, body: bytes, timeout_s: float) -> None:
+def wait_first_200(
+    proc: Proc,
+    port: int,
+    body: bytes,
+    timeout_s: float,
+    headers: dict[str, str] = setup.AUTH_HEADERS,
+) -> None:
     """Poll with real chat requests until one is answered 200 with a chat completion."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.popen.poll() is None:
         try:
-            status, reply = post_once(port, setup.PATH, body, headers=setup.AUTH_HEADERS)
+            status, reply = post_once(port, setup.PATH, body, headers=headers)
         except OSError:
             time.sleep(READY_POLL_S)
             continue
@@ -156,7 +167,8 @@ def launch(stack: ExitStack, bench: Bench, row: Row) -> tuple[int, int]:
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=bench.scratch))
         proc = spawn(row.name, row.start(port, workdir), cpu=GATEWAY_CPU, env=row.env)
         stack.callback(proc.stop)
-        wait_first_200(proc, port, setup.request_body(row.model), row.ready_timeout_s)
+        body = setup.request_body(row.model)
+        wait_first_200(proc, port, body, row.ready_timeout_s, row.headers)
         pid = proc.popen.pid
     row.ready_s.append(time.monotonic() - started)
     return pid, port
@@ -167,9 +179,7 @@ def one_run(bench: Bench, row: Row, pid: int, port: int, concurrency: int) -> Sa
     nginx_pid = bench.nginx.proc.popen.pid
     server0, upstream0 = _proctree.cpu_seconds(pid), _proctree.cpu_seconds(nginx_pid)
     busy0 = _cpustat.busy_seconds()
-    result = _wrk.run(
-        bench.script(row.model), port, setup.PATH, concurrency, bench.seconds, LOAD_CPU
-    )
+    result = _wrk.run(bench.script(row), port, setup.PATH, concurrency, bench.seconds, LOAD_CPU)
     busy = _cpustat.busy_seconds() - busy0
     server = _proctree.cpu_seconds(pid) - server0
     upstream = _proctree.cpu_seconds(nginx_pid) - upstream0
@@ -179,7 +189,7 @@ def one_run(bench: Bench, row: Row, pid: int, port: int, concurrency: int) -> Sa
 
 def load(bench: Bench, row: Row, pid: int, port: int) -> None:
     """Warm up (discarded), then one run per concurrency, then read the tree's RSS."""
-    _wrk.run(bench.script(row.model), port, setup.PATH, 32, WARMUP_S, LOAD_CPU)
+    _wrk.run(bench.script(row), port, setup.PATH, 32, WARMUP_S, LOAD_CPU)
     for concurrency in CONCURRENCIES:
         sample = one_run(bench, row, pid, port, concurrency)
         row.add(concurrency, sample)
@@ -212,13 +222,17 @@ def measure(bench: Bench, row: Row) -> None:
 
 
 def build_rows(bench: Bench, telemetry: setup.Telemetry, skipped: list[str]) -> list[Row]:
-    """Direct nginx (twice), the bare forwarder, laneway (telemetry on/off), LiteLLM."""
+    """Direct nginx (twice), the bare forwarder, laneway (telemetry on/off), Portkey, LiteLLM."""
     rows = [
         Row(report.DIRECT, setup.UPSTREAM_MODEL, "direct"),
         Row(report.DIRECT_CROSS, setup.UPSTREAM_MODEL, "nginx"),
         Row(report.BARE, setup.LANE, start=_bare_start(bench.nginx.url)),
     ]
     rows += _laneway_rows(bench, telemetry)
+    if not bench.portkey:
+        skipped.append("Portkey: not asked for (--no-portkey)")
+    elif (portkey := _portkey_row(bench, skipped)) is not None:
+        rows.append(portkey)
     if not bench.litellm:
         skipped.append("LiteLLM: not asked for (bench/all.sh without --litellm)")
         return rows
@@ -252,6 +266,22 @@ def _laneway_start(config: Path) -> Callable[[int, Path], list[str]]:
     return lambda port, workdir: setup.laneway_cmd(config, port, workdir)
 
 
+def _portkey_row(bench: Bench, skipped: list[str]) -> Row | None:
+    """The Portkey gateway row, or ``None`` (with the reason) when it cannot be installed."""
+    try:
+        portkey_env.ensure()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        skipped.append(f"Portkey: {str(exc).splitlines()[0]}")
+        return None
+    routing = {**setup.AUTH_HEADERS, **portkey_env.headers(bench.nginx.url)}
+    return Row(
+        report.PORTKEY,
+        setup.UPSTREAM_MODEL,
+        start=lambda port, _workdir: portkey_env.command(port),
+        headers=routing,
+    )
+
+
 def _litellm_row(bench: Bench, skipped: list[str]) -> Row | None:
     """The LiteLLM proxy row, or ``None`` (with the reason) when its venv cannot be built."""
     try:
@@ -281,6 +311,7 @@ def run(stack: ExitStack, skipped: list[str], args: argparse.Namespace) -> repor
     nginx_ready = time.monotonic() - started
     bench = Bench(nginx, scratch, *((1, 2) if args.quick else (ROUNDS, SECONDS)))
     bench.litellm = not args.no_litellm
+    bench.portkey = not args.no_portkey
     telemetry = setup.detect_telemetry(scratch / "telemetry.sqlite3")
     rows = build_rows(bench, telemetry, skipped)
     for round_no in range(bench.rounds):
@@ -289,6 +320,8 @@ def run(stack: ExitStack, skipped: list[str], args: argparse.Namespace) -> repor
             measure(bench, row)
     rows[0].ready_s.append(nginx_ready)
     versions = [setup.laneway_version(), setup.nginx_version(), _wrk.version()]
+    if any(r.name == report.PORTKEY for r in rows):
+        versions.append(portkey_env.ensure())
     if any(r.name == report.LITELLM for r in rows):
         versions.append(setup.litellm_version())
     return report.Context(
@@ -319,6 +352,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="laneway serve vs nginx vs LiteLLM")
     parser.add_argument("--quick", action="store_true", help="one round of 2 s cells")
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's row out")
+    parser.add_argument("--no-portkey", action="store_true", help="leave Portkey's row out")
     parser.add_argument("--no-write", action="store_true", help="print, do not write the doc")
     args = parser.parse_args()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
