@@ -257,7 +257,10 @@ def instructions_section(rows: list[Row], few: int, many: int, command: str) -> 
         "",
         *table(rows, "instructions/request"),
         "",
-        *NOTES[:4],
+        "A row's price is what its feature adds to a request of a lane using it, against the",
+        "row named. Instructions are not time (a system call or a cache miss costs more than",
+        "its count says; Redis's and nginx's work is in their own processes), but they rank",
+        "the features' own work the same on every host.",
         "",
     ]
     return "\n".join(lines)

@@ -47,6 +47,9 @@ class ScriptBatch:
             self._sender = loop.create_task(self._send_waiting(), name="redis-batch")
         return await call.answer
 
+    async def aclose(self) -> None:
+        """Nothing of its own to close: its connections are the client's, closed with it."""
+
     async def _send_waiting(self) -> None:
         """Send what waits, one pipeline at a time, until nothing does.
 

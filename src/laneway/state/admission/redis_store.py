@@ -2,6 +2,10 @@
 
 Each operation is one Lua script (``laneway.state.admission.lua``), so an
 admission is a single round trip and no two replicas can both take a quota's last slot.
+A store made from a URL (``from_url``: ``laneway serve``, the library) sends
+the scripts on a call's path (admit, settle, release) over its own pipelined
+connection (``laneway.state.resp``), the rest (peek, merge, heartbeat) through
+redis-py; a store given a client it does not own sends everything through it.
 The store keeps wall-clock time, the timeline replicas share; it converts to
 and from the caller's monotonic clock at this boundary. Errors are not
 handled here: ``FallbackStore`` decides what an unreachable Redis means.
@@ -29,6 +33,7 @@ from laneway.state.admission.base import (
 from laneway.state.admission.redis_records import KnownRecords
 from laneway.state.batching import ScriptBatch
 from laneway.state.redis_client import fast_failing_client, heartbeat
+from laneway.state.resp import ScriptRunner, script_runner
 
 LOG_TTL_MS = 600_000
 """How long an idle source's outcome log and last success are kept, in milliseconds."""
@@ -53,6 +58,7 @@ class RedisStore:
         *,
         prefix: str = "laneway",
         records_fresh_for: float = RECORDS_FRESH_FOR,
+        runner: ScriptRunner | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
@@ -64,14 +70,15 @@ class RedisStore:
         self._merge = client.register_script(lua.MERGE)
         self._peek = client.register_script(lua.PEEK)
         self._records = KnownRecords()
-        self._batch = ScriptBatch(client)
+        self._batch = runner if runner is not None else ScriptBatch(client)
 
     @classmethod
     def from_url(
         cls, url: str, clock: TimeSource, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisStore:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
-        return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
+        client = fast_failing_client(url, timeout)
+        return cls(client, clock, prefix=prefix, runner=script_runner(client, timeout))
 
     async def admit(self, lane: str, sources: Sequence[str], asks: Sequence[Ask]) -> Admission:
         """See ``SourceStore.admit``: one script call, or none (see ``RECORDS_FRESH_FOR``)."""
@@ -170,8 +177,18 @@ class RedisStore:
         """Say ``replica`` is alive; return how many replicas did so within ``ttl`` seconds."""
         return await heartbeat(self.client, f"{self.prefix}:replicas", replica, self.clock, ttl)
 
+    async def reconnect(self) -> None:
+        """Drop every connection, so the next calls open fresh ones (after an outage).
+
+        The pool's idle connections may be ones the outage cut: redis-py finds that
+        out only by failing a call on them, which would end the recovery.
+        """
+        await self._batch.aclose()
+        await self.client.connection_pool.disconnect()
+
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the script connection and the connection pool."""
+        await self._batch.aclose()
         await self.client.aclose()
 
     def _keys(self, lane: str, source: str, *kinds: str) -> list[str]:
