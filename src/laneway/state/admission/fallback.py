@@ -146,7 +146,7 @@ class FallbackStore(SharedOrLocal):
         return await self.shared.heartbeat(self.replica, ttl)
 
     async def _resync(self) -> str:
-        await self.shared.reconnect()
+        await self.shared.reconnect()  # the outage may have cut the pool's idle connections
         await self.shared.merge(self.local.dump())
         self.local.forget_outcomes()
         self._local_tickets.clear()

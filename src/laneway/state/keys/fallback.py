@@ -242,6 +242,7 @@ class FallbackKeyLedger(SharedOrLocal):
         return await self.shared.heartbeat(self.replica, ttl)
 
     async def _resync(self) -> str:
+        await self.shared.reconnect()  # the outage may have cut the pool's idle connections
         calls, spent = await self._replay()
         self.replayed += calls
         self._seeded.clear()

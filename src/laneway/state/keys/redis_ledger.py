@@ -1,6 +1,9 @@
 """Per-key limits shared through Redis: one script call to reserve, one to settle.
 
-Concurrent calls share pipelines (``ScriptBatch``), each awaiting its own answer.
+A ledger made from a URL (``from_url``) sends its reserve and settle scripts over
+its own pipelined connection (``laneway.state.resp``); one given a client sends them
+through it, concurrent calls sharing pipelines (``ScriptBatch``). Each call awaits
+its own answer.
 
 Per key, under ``<prefix>:key:{<key>}`` (hash-tagged by its name, so a key's
 figures share a cluster slot):
@@ -41,6 +44,7 @@ from laneway.state.keys.ledger import (
     refusal_of,
 )
 from laneway.state.redis_client import fast_failing_client, heartbeat
+from laneway.state.resp import ScriptRunner, script_runner
 from laneway.state.window_lua import WINDOW_FUNCTIONS
 
 TTL_MS = {"day": 2 * 86_400_000, "week": 9 * 86_400_000, "month": 32 * 86_400_000}
@@ -174,21 +178,29 @@ return 1
 class RedisKeyLedger:
     """Every key's windows, slots and spend in Redis, under ``prefix``."""
 
-    def __init__(self, client: Redis, clock: TimeSource, *, prefix: str = "laneway") -> None:
+    def __init__(
+        self,
+        client: Redis,
+        clock: TimeSource,
+        *,
+        prefix: str = "laneway",
+        runner: ScriptRunner | None = None,
+    ) -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix
         self._reserve = client.register_script(RESERVE)
         self._settle = client.register_script(SETTLE)
         self._replay = client.register_script(REPLAY)
-        self._batch = ScriptBatch(client)
+        self._batch = runner if runner is not None else ScriptBatch(client)
 
     @classmethod
     def from_url(
         cls, url: str, clock: TimeSource, *, prefix: str = "laneway", timeout: float = 0.5
     ) -> RedisKeyLedger:
         """Connect lazily to ``url``; a call fails fast instead of retrying in the client."""
-        return cls(fast_failing_client(url, timeout), clock, prefix=prefix)
+        client = fast_failing_client(url, timeout)
+        return cls(client, clock, prefix=prefix, runner=script_runner(client, timeout))
 
     async def reserve(self, ask: KeyAsk) -> KeyRefusal | KeyGrant:
         """See ``KeyLedger.reserve``."""
@@ -296,8 +308,14 @@ class RedisKeyLedger:
         )
         return bool(claimed)
 
+    async def reconnect(self) -> None:
+        """Drop every connection, so the next calls open fresh ones (after an outage)."""
+        await self._batch.aclose()
+        await self.client.connection_pool.disconnect()
+
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the script connection and the connection pool."""
+        await self._batch.aclose()
         await self.client.aclose()
 
     def _figures(self, ask: KeyAsk, *kinds: str) -> list[str]:
