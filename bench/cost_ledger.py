@@ -26,7 +26,9 @@ busy host, where the CPU figures are not.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,19 +70,37 @@ class Row:
 
 @dataclass(frozen=True)
 class Place:
-    """Where every row's server points: the upstream, the trace collector, a scratch folder."""
+    """Where every row's server points: the upstream, the trace collector, a scratch folder,
+    and (instructions) the laneway source tree it runs and whether it can turn metrics off."""
 
     upstream: str
     traces: str
     scratch: Path
+    src: Path = setup.REPO_ROOT / "src"
+    metrics_switch: bool = True
 
     def server(self, row: Row) -> tuple[Server, Path]:
         """The row's server (the baseline with its mutations) and its config file."""
         workdir = Path(tempfile.mkdtemp(prefix="ledger-", dir=self.scratch))
         server = baseline(self.upstream, workdir, self.traces)
+        if not self.metrics_switch:  # a tree from before server.metrics: always on
+            del server.config["server"]["metrics"]
         if row.mutate is not None:
             row.mutate(server)
         return server, setup.write_yaml(workdir / "laneway.yaml", server.config)
+
+
+def has_metrics_switch(src: Path) -> bool:
+    """Whether the laneway tree at ``src`` knows ``server.metrics``."""
+    code = "from laneway.config.models import ServerConfig as S; print('metrics' in S.model_fields)"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip() == "True"
 
 
 def one_round(row: Row, place: Place, script: str, seconds: int) -> float:
@@ -124,7 +144,7 @@ def instructions_per_request(row: Row, place: Place, few: int, many: int) -> flo
     if server.args[server.args.index("--log-level") + 1] == "info":
         cmd += ["--access-log", "json"]
     cmd.append(str(config))
-    env = {**server.env, "PYTHONPATH": str(setup.REPO_ROOT / "src")}
+    env = {**server.env, "PYTHONPATH": str(place.src)}
     return _callgrind.per_call(cmd, env, few, many)
 
 
@@ -166,13 +186,18 @@ def run(rounds: int, seconds: int, only: list[str] | None) -> tuple[list[Row], f
     return rows, load
 
 
-def count(few: int, many: int, only: list[str] | None) -> list[Row]:
-    """Every row's instructions per request, once (they repeat to a few tenths of a percent)."""
+def count(few: int, many: int, only: list[str] | None, src: Path) -> list[Row]:
+    """Every row's instructions per request, once (they repeat to a few tenths of a percent),
+    running the laneway of ``src``."""
     rows = ledger_rows(only)
     scratch = Path(tempfile.mkdtemp(prefix="cost-ledger-"))
+    switch = has_metrics_switch(src)
     with start_nginx(free_port(), cpu=LOAD_CPU) as nginx, collector() as traces:
-        place = Place(nginx.url, traces, scratch)
+        place = Place(nginx.url, traces, scratch, src, switch)
         for row in rows:
+            if row.name == "metrics" and not switch:
+                row.failed = "this tree cannot turn metrics off: they are in every row"
+                continue
             try:
                 row.us.append(instructions_per_request(row, place, few, many))
             except RuntimeError as exc:
@@ -291,10 +316,16 @@ def main() -> int:
     parser.add_argument(
         "--only", type=lambda text: text.split(","), help="these rows (comma-separated) only"
     )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=setup.REPO_ROOT,
+        help="with --instructions: the laneway checkout to run (a git worktree of a commit)",
+    )
     ns = parser.parse_args()
     command = ("uv run python bench/cost_ledger.py " + " ".join(sys.argv[1:])).strip()
     if ns.instructions:
-        rows = count(ns.few, ns.many, ns.only)
+        rows = count(ns.few, ns.many, ns.only, ns.tree.resolve() / "src")
         text, heading = instructions_section(rows, ns.few, ns.many, command), INSTRUCTIONS_SECTION
     else:
         rows, load = run(ns.rounds, ns.seconds, ns.only)
