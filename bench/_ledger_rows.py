@@ -65,6 +65,11 @@ def _redis_state(s: Server) -> None:
     s.config["state"] = {"url": "redis://127.0.0.1:6379/0"}
 
 
+def _keyed_redis_state(s: Server) -> None:
+    _key_limits(s)
+    _redis_state(s)
+
+
 def _response_cache(s: Server) -> None:
     s.config["cache"] = {"url": ":memory:"}
     s.config["lanes"][LANE]["cache"] = {"ttl": "1h"}
@@ -94,6 +99,11 @@ FEATURES: dict[str, tuple[str, Mutation, str]] = {
     "traces": ("OTLP traces to a local collector (answers 200)", _traces, ""),
     "redaction": ("a literal source api_key, redacted from logs and errors", _redaction, ""),
     "Redis state": ("`state: {url: redis://127.0.0.1:6379/0}`", _redis_state, ""),
+    "Redis state, keyed": (
+        "Redis state beside a key with an rpm (its window in Redis too)",
+        _keyed_redis_state,
+        "key limits",
+    ),
     "response cache": (
         "`cache: {ttl: 1h}` on `:memory:` (all but the first call hit)",
         _response_cache,

@@ -41,7 +41,8 @@ from nginx_upstream import start_nginx
 
 COMMAND = ".venv/bin/python bench/workers.py"
 REDIS_URL = os.environ.get("LANEWAY_BENCH_REDIS", "redis://127.0.0.1:6379/0")
-TARGET_SPEEDUP, TARGET_RSS_RATIO, TARGET_REDIS_COST = 1.7, 1.6, 0.15
+TARGET_SPEEDUP, TARGET_RSS_RATIO, TARGET_REDIS_CPU = 1.7, 1.6, 0.25
+TARGET_RSS_MIB = 55.0
 
 
 def measure(
@@ -166,12 +167,15 @@ def render(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
         f"CPU per request, 2 cores serve {capacity_two / capacity_one:.2f}× one core "
         f"({mark(capacity_two / capacity_one >= TARGET_SPEEDUP)}: what a machine with cores "
         "to spare for the load would show)",
+        f"- one worker ≤ {TARGET_RSS_MIB:g} MiB after the load (issue 25): VmRSS "
+        f"{one['rss']:.1f} MiB ({mark(one['rss'] <= TARGET_RSS_MIB)}), PSS {one['pss']:.1f} MiB "
+        "(PSS splits the shared libraries' pages with every other process mapping them, so it "
+        "is lower on a host running more Python)",
         f"- process tree ≤ {TARGET_RSS_RATIO:g}× one worker's memory (PSS): {two['pss']:.1f} vs "
         f"{one['pss']:.1f} MiB = {pss_ratio:.2f}× ({mark(pss_ratio <= TARGET_RSS_RATIO)}; "
         f"summed VmRSS {two['rss']:.1f} vs {one['rss']:.1f} MiB)",
-        f"- Redis state costs ≤ {TARGET_REDIS_COST:.0%} of a worker's throughput: "
-        f"{redis_cost:.0%} fewer req/s, {redis_cpu:+.0%} CPU per request "
-        f"({mark(redis_cost <= TARGET_REDIS_COST)})",
+        f"- Redis state costs ≤ +{TARGET_REDIS_CPU:.0%} CPU per request (issue 25): "
+        f"{redis_cpu:+.0%} ({mark(redis_cpu <= TARGET_REDIS_CPU)}), {redis_cost:.0%} fewer req/s",
     ]
     return "\n".join(lines) + "\n"
 
