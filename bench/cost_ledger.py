@@ -14,10 +14,11 @@ and wrk on CPU 1. Traces go to a collector in this process that answers 200.
 
 ``--instructions`` counts instructions instead (callgrind, ``bench/_callgrind.py``):
 each row's ``laneway serve`` app runs in ``bench/_gateway_requests.py`` with its
-client in one process, at c=1, once with ``--few`` and once with ``--many`` calls;
-the difference over the difference of the calls is the row's instructions per
-request, server and client (the client the same in every row). Repeatable on a
-busy host, where the CPU figures are not.
+client in one process, on uvloop with the heap frozen after warm-up as ``laneway
+serve`` runs (``--as-served``), at c=1, once with
+``--few`` and once with ``--many`` calls; the difference over the difference of the
+calls is the row's instructions per request, server and client (the client the
+same in every row). Repeatable on a busy host, where the CPU figures are not.
 
     uv run python bench/cost_ledger.py --rounds 9 --seconds 3 --write docs/benchmarks.md
     uv run python bench/cost_ledger.py --instructions --write docs/benchmarks.md
@@ -140,7 +141,7 @@ def _ready(log_tail: Callable[[], str], port: int, timeout_s: float = 30.0) -> N
 def instructions_per_request(row: Row, place: Place, few: int, many: int) -> float:
     """The row's instructions per request (server and client, c=1; see the module doc)."""
     server, config = place.server(row)
-    cmd = [sys.executable, str(DRIVER), "--model", LANE, "--key", setup.BENCH_KEY]
+    cmd = [sys.executable, str(DRIVER), "--as-served", "--model", LANE, "--key", setup.BENCH_KEY]
     if server.args[server.args.index("--log-level") + 1] == "info":
         cmd += ["--access-log", "json"]
     cmd.append(str(config))
@@ -274,7 +275,7 @@ def instructions_section(rows: list[Row], few: int, many: int, command: str) -> 
         INSTRUCTIONS_SECTION,
         "",
         f"`{command}` ({setup.laneway_version()}). Each row's `laneway serve` app and an aiohttp",
-        "client in one process (`bench/_gateway_requests.py`), c=1, under",
+        "client in one process (`bench/_gateway_requests.py --as-served`), c=1, under",
         f"`valgrind --tool=callgrind`, once with {few} and once with {many} calls after 50",
         f"warm-up ones: the difference of the totals over {many - few} is the row's instructions",
         "per request, server and client (the client's share is the same in every row). One run:",
