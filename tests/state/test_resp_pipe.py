@@ -47,6 +47,20 @@ async def test_concurrent_calls_get_their_own_answers_in_the_order_they_ran(
     assert await redis_client.get(counter) == "51"
 
 
+async def test_a_call_cancelled_before_its_write_leaves_is_not_sent(
+    pipe: RespPipe, redis_prefix: str
+) -> None:
+    count = script("return redis.call('INCR', KEYS[1])")
+    counter = f"{redis_prefix}:n"
+    assert await pipe.run(count, [counter], []) == 1  # connected
+    given_up = asyncio.create_task(pipe.run(count, [counter], []))
+    await asyncio.sleep(0)  # the call is queued for this turn's write
+    given_up.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await given_up
+    assert await pipe.run(count, [counter], []) == 2, "the cancelled call never ran"
+
+
 async def test_an_error_a_script_raises_is_redis_pys_response_error(pipe: RespPipe) -> None:
     with pytest.raises(ResponseError, match="boom"):
         await pipe.run(script("return redis.error_reply('boom')"), [], [])

@@ -11,7 +11,8 @@ Here a call packs its ``EVALSHA`` into the connection's buffer; the buffer goes 
 one write when the event loop's turn ends (the calls of one turn share it, as they
 shared a pipeline in ``ScriptBatch``), and hiredis reads the replies as they arrive,
 each handed to its caller in order. Nothing is deferred: each caller awaits its own
-reply, and scripts run in the order they were called.
+reply, scripts run in the order they were called, and a call cancelled before its
+write leaves is not sent.
 
 Failure is judged by the caller (``FallbackStore``, the key ledger's fallback), as
 with redis-py: a lost connection fails every call waiting on it
@@ -141,7 +142,9 @@ class RespPipe:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Task[None] | None = None
         self._calls: deque[_Call] = deque()
-        self._buffer: list[bytes] = []
+        """Calls whose commands were written, oldest first: each awaits the next reply."""
+        self._buffer: list[tuple[bytes, _Call]] = []
+        """Commands of this turn, not written yet, with their calls."""
         self._flushing = False
         self._watch: asyncio.TimerHandle | None = None
 
@@ -188,7 +191,8 @@ class RespPipe:
         if wire is not self._wire:
             return
         self._wire = None
-        calls, self._calls, self._buffer = self._calls, deque(), []
+        calls = [*self._calls, *(call for _, call in self._buffer)]
+        self._calls, self._buffer = deque(), []
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
@@ -237,20 +241,27 @@ class RespPipe:
         if self._wire is None:  # lost since the caller found it open
             call.answer.set_exception(ConnectionError("Redis connection lost"))
             return
-        if not self._calls and self._watch is None:
-            self.last_read = loop.time()
-            self._watch = loop.call_later(self.timeout, self._check)
-        self._calls.append(call)
-        self._buffer.append(command)
+        self._buffer.append((command, call))
         if not self._flushing:
             self._flushing = True
             loop.call_soon(self._flush)
 
     def _flush(self) -> None:
+        """Write this turn's commands in one write; a call cancelled meanwhile is not sent
+        (an admission its caller gave up must not reserve anything)."""
         self._flushing = False
-        if self._buffer and self._wire is not None and self._wire.transport is not None:
-            self._wire.transport.write(b"".join(self._buffer))
+        loop, wire, buffer = self._loop, self._wire, self._buffer
         self._buffer = []
+        if loop is None or wire is None or wire.transport is None:
+            return
+        sent = [(command, call) for command, call in buffer if not call.answer.done()]
+        if not sent:
+            return
+        if not self._calls and self._watch is None:
+            self.last_read = loop.time()
+            self._watch = loop.call_later(self.timeout, self._check)
+        self._calls.extend(call for _, call in sent)
+        wire.transport.write(b"".join(command for command, _ in sent))
 
     def _check(self) -> None:
         """While calls wait, no byte read for ``timeout`` seconds ends the connection."""
