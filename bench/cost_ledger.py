@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -67,6 +68,13 @@ class Row:
     against: str = "baseline"
     us: list[float] = field(default_factory=list)
     failed: str | None = None
+
+    def measure(self, figure: Callable[[], float]) -> None:
+        """Keep one more figure, or mark the row failed with why (its first line)."""
+        try:
+            self.us.append(figure())
+        except RuntimeError as exc:
+            self.failed = str(exc).splitlines()[0][:300]
 
 
 @dataclass(frozen=True)
@@ -178,10 +186,7 @@ def run(rounds: int, seconds: int, only: list[str] | None) -> tuple[list[Row], f
             for row in rows[shift:] + rows[:shift]:
                 if row.failed is not None:
                     continue
-                try:
-                    row.us.append(one_round(row, place, script, seconds))
-                except RuntimeError as exc:
-                    row.failed = str(exc).splitlines()[-1][:200]
+                row.measure(partial(one_round, row, place, script, seconds))
             print(f"round {number + 1}/{rounds} done", flush=True)
     load = (_cpustat.busy_seconds() - busy0) / (time.monotonic() - wall0)
     return rows, load
@@ -199,10 +204,7 @@ def count(few: int, many: int, only: list[str] | None, src: Path) -> list[Row]:
             if row.name == "metrics" and not switch:
                 row.failed = "this tree cannot turn metrics off: they are in every row"
                 continue
-            try:
-                row.us.append(instructions_per_request(row, place, few, many))
-            except RuntimeError as exc:
-                row.failed = str(exc).splitlines()[-1][:200]
+            row.measure(partial(instructions_per_request, row, place, few, many))
             print(f"{row.name}: {row.us[0] if row.us else row.failed}", flush=True)
     return rows
 
