@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import Span, StatusCode, Tracer
 
 from laneway import Laneway
 from laneway.config.models import LanewayConfig
+from laneway.core.records import CallRecord
+from laneway.core.types import Attempt
 from laneway.errors import UpstreamFailed
 from laneway.tracing import SpanObserver
 from tests.helpers import one_lane, sim_url, unique_spec
@@ -133,3 +137,30 @@ async def test_a_hedge_race_is_two_sibling_attempt_spans_that_overlap(
     assert hedge.end_time - hedge.start_time == pytest.approx(100_000_000, abs=1_000)
     assert call.end_time is not None and hedge.end_time <= call.end_time
     assert all(s.status.status_code is StatusCode.UNSET for s in (first, hedge))
+
+
+class CountingTracer:
+    """A tracer that counts the spans started on it (recording or not)."""
+
+    def __init__(self, inner: Tracer) -> None:
+        self.inner = inner
+        self.started = 0
+
+    def start_span(self, *args: Any, **kwargs: Any) -> Span:
+        self.started += 1
+        return self.inner.start_span(*args, **kwargs)
+
+
+def test_a_sampled_out_call_starts_no_attempt_span() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observer = SpanObserver(provider)
+    counting = CountingTracer(observer.tracer)
+    observer.tracer = counting  # type: ignore[assignment]
+    attempts = (Attempt("a", "503", 0.1, status=503), Attempt("a", "ok", 0.2))
+    record = CallRecord(1.0, "lane", "chat", "ok", 0.3, attempts, source="a")
+    observer.observe(record)
+    assert counting.started == 1, "the call's span only: its attempts are sampled out with it"
+    assert exporter.get_finished_spans() == ()
+    provider.shutdown()

@@ -59,6 +59,9 @@ class SpanObserver:
             start_time=start,
             attributes=call_attributes(record, operation),
         )
+        if not call.is_recording():  # sampled out: so is every attempt of its trace
+            call.end(end_time=end)
+            return
         context = set_span_in_context(call)
         cursor = start + round((record.queue_wait or 0.0) * NS)
         for number, attempt in enumerate(record.attempts, 1):
