@@ -87,6 +87,8 @@ class Place:
     scratch: Path
     src: Path = setup.REPO_ROOT / "src"
     metrics_switch: bool = True
+    untimed: bool = False
+    """Counting instructions: batches written at shutdown, not on a timer (see ``untime``)."""
 
     def server(self, row: Row) -> tuple[Server, Path]:
         """The row's server (the baseline with its mutations) and its config file."""
@@ -96,7 +98,24 @@ class Place:
             del server.config["server"]["metrics"]
         if row.mutate is not None:
             row.mutate(server)
+        if self.untimed:
+            untime(server)
         return server, setup.write_yaml(workdir / "laneway.yaml", server.config)
+
+
+def untime(server: Server) -> None:
+    """Telemetry and spans written in batches at shutdown, not every second (or five).
+
+    Under callgrind a call takes tens of times longer, so a writer woken by a timer
+    writes a batch every few calls, and how many depends on the host's speed: the
+    per-batch costs would count per call, more on a slower host. Written at
+    shutdown (in the run's difference of calls, as full batches), each row and
+    span counts what it costs in a batch.
+    """
+    telemetry = server.config.get("telemetry")
+    if isinstance(telemetry, dict) and telemetry.get("url") != "none":
+        telemetry["flush_interval"] = "1h"
+    server.env["OTEL_BSP_SCHEDULE_DELAY"] = str(3_600_000)
 
 
 def has_metrics_switch(src: Path) -> bool:
@@ -199,7 +218,7 @@ def count(few: int, many: int, only: list[str] | None, src: Path) -> list[Row]:
     scratch = Path(tempfile.mkdtemp(prefix="cost-ledger-"))
     switch = has_metrics_switch(src)
     with start_nginx(free_port(), cpu=LOAD_CPU) as nginx, collector() as traces:
-        place = Place(nginx.url, traces, scratch, src, switch)
+        place = Place(nginx.url, traces, scratch, src, switch, untimed=True)
         for row in rows:
             if row.name == "metrics" and not switch:
                 row.failed = "this tree cannot turn metrics off: they are in every row"
