@@ -92,6 +92,8 @@ class StoredKeys:
         self.version = -1
         self.snapshot: Snapshot | None = None
         self._by_digest: dict[bytes, _Entry] = {}
+        self._made: dict[str, tuple[KeyRecord, TeamRecord | None, Caller]] = {}
+        """Each usable key's caller, with the record and team it was made from."""
         self.budgeted: tuple[Caller, ...] = ()
         """The callers of usable stored keys under a budget (their own or their team's)."""
         self._task: asyncio.Task[None] | None = None
@@ -201,16 +203,27 @@ class StoredKeys:
             team = snapshot.teams.get(record.team) if record.team else None
             if team is not None and team.blocked:
                 continue
-            caller = callers.get(record.id) or self._caller(record, team)
+            caller = callers.get(record.id) or self._made_caller(record, team)
             callers[record.id] = caller
             ends = [t for t in (record.expires_at, digest.valid_until) if t is not None]
             raw = bytes.fromhex(digest.sha256)
             entries[raw] = _Entry(raw, record.id, caller, min(ends) if ends else None)
         self._by_digest = entries
+        self._made = {key_id: self._made[key_id] for key_id in callers}
         self.budgeted = tuple(c for c in callers.values() if c.limits and c.limits.budgets)
         self.snapshot = snapshot
         self.version = snapshot.version
         self._loaded.set()
+
+    def _made_caller(self, record: KeyRecord, team: TeamRecord | None) -> Caller:
+        """``record``'s caller: the one made at an earlier load when the key and its team are
+        unchanged (a reload after one change remakes one caller, not every one)."""
+        made = self._made.get(record.id)
+        if made is not None and made[0] == record and made[1] == team:
+            return made[2]
+        caller = self._caller(record, team)
+        self._made[record.id] = (record, team, caller)
+        return caller
 
     def _caller(self, record: KeyRecord, team: TeamRecord | None) -> Caller:
         terms = stored_terms(record, team)
