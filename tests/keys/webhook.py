@@ -47,6 +47,7 @@ async def receiver() -> AsyncIterator[Receiver]:
 
     app = web.Application()
     app.router.add_post("/hook", alert)
+    app.router.add_post("/hook/{token}", alert)
     async with TestServer(app, host="127.0.0.1") as server:
         got.url = str(server.make_url("/hook"))
         yield got
