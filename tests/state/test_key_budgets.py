@@ -7,11 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
+from laneway.core.clock import FakeClock
 from laneway.policy.budget import BudgetCap
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyRefusal, key_owner, team_owner
+from tests.proxy import TcpProxy
+from tests.state.test_fallback import proxy
 from tests.state.test_key_ledger import ledger
+from tests.state.test_key_outage import replica
 
-__all__ = ["ledger"]
+__all__ = ["ledger", "proxy"]
 
 WEEK = 7 * 86_400.0
 MAY_31_2026_23H = datetime(2026, 5, 31, 23, 0, tzinfo=UTC).timestamp()  # a Sunday
@@ -61,3 +65,26 @@ async def test_a_week_resets_on_monday_and_a_total_never(ledger) -> None:
     refusal = await store.reserve(KeyAsk("k", "t3", usd=0.2, budgets=caps))
     assert isinstance(refusal, KeyRefusal) and refusal.limit == "total_budget"
     assert refusal.spent == pytest.approx(1.4) and refusal.seconds == math.inf
+
+
+async def test_while_redis_is_away_each_replica_spends_its_share_of_a_teams_budget(
+    proxy: TcpProxy, redis_client, redis_prefix
+) -> None:
+    clock = FakeClock(wall_start=MAY_31_2026_23H)
+    url = f"redis://127.0.0.1:{proxy.port}/0"
+    ledger = replica(url, clock, redis_prefix, share=0.5)
+    first = of_team("alice", "t1", 0.4)
+    assert isinstance(await ledger.reserve(first), KeyGrant), "through Redis"
+    await ledger.settle(first, None, 0.4)
+    await proxy.stop()
+    # $0.60 of the team's $1 was left: this replica may spend half of it, $0.30.
+    during = [await ledger.reserve(of_team("bob", f"d{n}", 0.2)) for n in range(2)]
+    await proxy.start()
+    clock.advance(1.0)
+    await ledger.reserve(KeyAsk("other", "wake"))  # Redis again: the outage's call replayed
+    await ledger.aclose()
+    assert isinstance(during[0], KeyGrant)
+    refusal = during[1]
+    assert isinstance(refusal, KeyRefusal) and (refusal.team, refusal.cap) == ("ml", 1.0)
+    spent = await redis_client.get(f"{redis_prefix}:team:{{ml}}:spend:2026-05")
+    assert float(spent) == pytest.approx(0.6), "the outage's $0.20 counted once in the team's"
