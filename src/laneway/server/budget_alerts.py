@@ -130,6 +130,7 @@ class BudgetAlerts:
         """Claim names queued by this process: each is queued once."""
         self._worker: asyncio.Task[None] | None = None
         self._full = False
+        self._closed = False
 
     def spent(
         self, terms: KeyTerms, spend: Mapping[str, float], carried: Mapping[str, float]
@@ -171,7 +172,9 @@ class BudgetAlerts:
             self._raise(terms.name, budget, instance, top, refusal.spent, True, wall)
 
     async def aclose(self) -> None:
-        """Stop the worker (alerts still queued are dropped: the process is stopping)."""
+        """Stop the worker (alerts still queued are dropped: the process is stopping, or a
+        reload retired this config's alerts and the next config's send from now on)."""
+        self._closed = True
         if self._worker is not None:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -206,6 +209,9 @@ class BudgetAlerts:
         self._enqueue(alert)
 
     def _enqueue(self, alert: BudgetAlert) -> None:
+        if self._closed:  # a call of a retired config ended: its alert is the next one's
+            self._seen.discard(alert.claim)
+            return
         try:
             self._queue.put_nowait(alert)
         except asyncio.QueueFull:
