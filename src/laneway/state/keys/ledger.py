@@ -120,7 +120,7 @@ def counters(ask: KeyAsk, wall: float) -> tuple[Counter, ...]:
     return _counters(ask.key, ask.budgets, int(wall // SECONDS_A_DAY))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def _counters(key: str, budgets: tuple[BudgetCap, ...], day: int) -> tuple[Counter, ...]:
     """``counters`` for a day (every period instance is one for a whole UTC day): a keyed
     call asks on every reservation, and the names are built once a day per key."""
