@@ -175,3 +175,40 @@ def test_a_caller_that_leaves_mid_race_cancels_both_attempts() -> None:
         released(lane)
 
     in_virtual_time(main)
+
+
+def test_one_timer_serves_calls_in_flight_each_hedged_at_its_own_time() -> None:
+    async def main(clock: VirtualClock) -> None:
+        lane, loop = hedged_lane(), local_call_loop(clock)
+        attempt = scripted(clock, {"a": (5.0, "from a"), "b": (0.1, "from b")})
+
+        async def call(after: float) -> tuple[float, str]:
+            await clock.sleep(after)
+            start = clock.now()
+            done = await loop.run(lane, Deadline.after(start, 10.0), attempt)
+            return clock.now() - start, done.result
+
+        ends = await asyncio.gather(call(0.0), call(0.05), call(0.3))
+        assert [(round(t, 9), r) for t, r in ends] == [(0.3, "from b")] * 3
+        assert loop.hedges.waiting == {} and loop.hedges.races == {}
+        released(lane)
+
+    in_virtual_time(main)
+
+
+def test_an_answer_at_the_instant_its_hedge_is_due_wins_and_no_hedge_is_sent() -> None:
+    async def main(clock: VirtualClock) -> None:
+        lane, loop = hedged_lane(), local_call_loop(clock)
+        sent: list[str] = []
+
+        async def attempt(source: Source) -> str:
+            sent.append(source.name)
+            await clock.sleep(0.2)
+            return source.name
+
+        for _ in range(3):
+            done = await loop.run(lane, Deadline.after(clock.now(), 10.0), attempt)
+            assert [a.outcome for a in done.attempts] == ["ok"]
+        assert sent == ["a", "a", "a"]
+
+    in_virtual_time(main)

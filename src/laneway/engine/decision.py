@@ -41,7 +41,7 @@ from laneway.engine.actions import (
 )
 from laneway.engine.admission import Admitted, CallSources, NoSource
 from laneway.engine.callstate import CallOutcome, CallState
-from laneway.engine.lane import Hedging, Lane, Source
+from laneway.engine.lane import Lane, Source
 from laneway.engine.retrying import after_failure, push_back
 from laneway.engine.verdicts import deadline_exceeded, no_source_left, wait_cannot_fit
 from laneway.policy.deadline import Deadline
@@ -94,11 +94,10 @@ class CallDecision(Generic[T]):
         self.hold = hold
         self.state = CallState(start, [], CallSources(start))
         self._ended: list[tuple[Source, AttemptFailure]] | None = None
-        self.hedging: Hedging | None = None
-        if racing and lane.hedging is not None:
-            self.hedging = lane.hedging
+        hedging = self.hedging = lane.hedging if racing else None
+        if hedging is not None:
             self._hedge_sent = False
-            lane.hedging.budget.called(start)
+            hedging.budget.called(start)
 
     def picked(self, pick: Admitted | Wait | NoSource) -> Send | Pause | Stop:
         """Admission's answer for the next attempt: send it, wait for it, or end the call.
@@ -119,8 +118,17 @@ class CallDecision(Generic[T]):
                 state.attempts[-1] = dataclasses.replace(state.attempts[-1], waited=waited)
                 state.failed_at = None
             state.in_flight = (pick.source.name, pick.started)
-            if self.hedging is not None:
-                self._race_from(pick, self.hedging)
+            hedging = self.hedging
+            if hedging is not None:  # the race begins: when its hedge is due (inf: none fits)
+                self._first = pick
+                self._hedge_sent = False
+                limits = hedging.limits
+                delay = limits.after
+                if delay is None:
+                    delay = limits.delay(hedging.answered.times)
+                self._delay = delay
+                fits_one = delay + self.lane.policy.min_attempt < self.deadline.at - pick.started
+                self.hedge_at = pick.started + delay if fits_one else math.inf
             return Send(pick)
         if isinstance(pick, NoSource):
             return Stop(no_source_left(self.lane, self.deadline, state, self.clock, pick))
@@ -270,19 +278,6 @@ class CallDecision(Generic[T]):
         state.cut_in_flight(now, state.start if self.hedging and self._hedge_sent else None)
         attempts, budget = tuple(state.attempts), self.deadline.budget
         return deadline_exceeded(self.lane, attempts, now - state.start, budget, state.waiting)
-
-    def _race_from(self, first: Admitted, hedging: Hedging) -> None:
-        """A race begins with ``first``: when its hedge is due (``inf``: no hedge fits)."""
-        self._first = first
-        self._hedge_sent = False
-        limits = hedging.limits
-        delay = limits.after
-        if delay is None:
-            delay = limits.delay(hedging.answered.times)
-        self._delay = delay
-        started = first.started
-        fits_one = delay + self.lane.policy.min_attempt < self.deadline.at - started
-        self.hedge_at = started + delay if fits_one else math.inf
 
     def _race_step(self) -> PickHedge | Pause:
         """Wait for the attempts in flight until the hedge is due; then ask for the hedge.

@@ -74,7 +74,7 @@ class Recorder:
         """Record a successful call; ``fields`` are ``CallRecord`` fields. Returns its cost."""
         fields["outcome"] = "ok"
         cost = reply_cost(self.price(self._emit(lane, started, meta, fields)))
-        if lane.hedging is not None and _raced(fields["attempts"]):
+        if lane.hedging is not None and len(fields["attempts"]) > 1 and _raced(fields["attempts"]):
             return cost[0], RACE_LOSER_COST
         return cost
 
@@ -192,4 +192,4 @@ class Failures:
 
 def _raced(attempts: Sequence[Attempt]) -> bool:
     """Whether a race was lost in ``attempts`` (it leaves two at least: loser and winner)."""
-    return len(attempts) > 1 and any(a.outcome in UNJUDGED for a in attempts)
+    return any(a.outcome in UNJUDGED for a in attempts)
