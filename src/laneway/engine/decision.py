@@ -157,7 +157,9 @@ class CallDecision(Generic[T]):
 
     def outcome(self, done: Done[T]) -> CallOutcome[T]:
         """The call's answer once ``done`` is settled (or, held, handed over unsettled)."""
-        if self.hedging is not None or self.hold:
+        if self.hold or (
+            self.hedging is not None and (self._hedge_sent or self.hedging.limits.after is None)
+        ):
             return self._raced_or_held(done)
         state, admitted = self.state, done.admitted
         attempts = state.attempts
