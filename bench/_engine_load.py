@@ -37,17 +37,22 @@ async def bare_client(base_url: str) -> tuple[Call, Callable[[], Awaitable[None]
     return call, session.close
 
 
-async def laneway_client(base_url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
-    from laneway import Laneway
-    from laneway.config import LanewayConfig
-
-    lane = {
+def engine_lane(base_url: str) -> dict[str, Any]:
+    """The benchmark's lane: one source, 30 s deadline, 10 s per attempt, two retries."""
+    return {
         "deadline": "30s",
         "attempt_timeout": "10s",
         "retries": 2,
         "retry_on": [503, "timeout"],
         "sources": [{"base_url": base_url, "model": "sim-model"}],
     }
+
+
+async def laneway_client(base_url: str) -> tuple[Call, Callable[[], Awaitable[None]]]:
+    from laneway import Laneway
+    from laneway.config import LanewayConfig
+
+    lane = engine_lane(base_url)
     lw = Laneway.from_settings(LanewayConfig.model_validate({"lanes": {"lane": lane}}), environ={})
 
     async def call() -> Any:
