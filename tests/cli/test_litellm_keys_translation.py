@@ -178,7 +178,7 @@ def test_a_team_brings_its_limits_budget_spend_and_bounds_its_keys() -> None:
         "members": ["u1"],
     }
     row = key_row(team_id="t-1", rpm_limit=50, max_budget=500.0, budget_duration="30d")
-    orgs = [{"organization_id": "o-1", "organization_alias": "Research"}]
+    orgs = [{"organization_id": "o-1", "organization_alias": "Research", "models": ["claude"]}]
     out = translate_keys(LiteLLMRows([row], [team], [], orgs), KNOWN, ALL_PERIODS, NOW)
     carried = out.teams[0]
     assert (carried.name, carried.spend, carried.limits.rpm, carried.limits.budget) == (
@@ -193,8 +193,13 @@ def test_a_team_brings_its_limits_budget_spend_and_bounds_its_keys() -> None:
         "organization_id": "o-1",
         "organization_alias": "Research",
         "members": ["u1"],
+        "spend": 40.0,
     }
+    assert "laneway does not yet count a team's spend across its keys" in report(out)
     assert "laneway bounds each of its keys by them: team ml" in report(out)
+    assert "organization models and budget" in report(out) and "organization Research" in report(
+        out
+    )
     key = out.keys[0]
     assert key.team == "ml" and key.limits.lanes == ("gpt-4o", "claude")
     assert (key.limits.rpm, key.limits.tpm, key.limits.budget) == (10, 500, 100.0)

@@ -94,6 +94,40 @@ METADATA_REASON = (
     "enforced params, temporary budget increases...): laneway has no per-key equivalent"
 )
 
+MANAGEMENT_KEY = (
+    "allowed_routes name no model API (a management or read-only key): laneway keys call "
+    "models; not imported (laneway's admin API has keys of its own)"
+)
+
+TEAM_COUNTS = (
+    "rpm_limit, tpm_limit, max_parallel_requests of a team: LiteLLM counts them across all "
+    "the team's keys (parallel_request_limiter, by team_id); laneway bounds each of its keys by "
+    "them"
+)
+
+TEAM_BUDGET = (
+    "a team's max_budget, shared by its keys in LiteLLM: laneway does not yet count a team's "
+    "spend across its keys, so it bounds only the budgets its keys have of their own (kept on "
+    "the team, with its spend so far in its metadata)"
+)
+
+ORG_LIMITS = (
+    "organization models and budget (LiteLLM_OrganizationTable, LiteLLM_BudgetTable): not read; "
+    "its keys and teams keep only their own models and limits"
+)
+
+PROJECT_LIMITS = (
+    "project budget and limits (LiteLLM_ProjectTable): not read; the project is in the key's "
+    "metadata"
+)
+
+NO_LANE = "no model of the key maps to a lane: imported with no lanes (every call refused)"
+
+ZERO_LIMIT = (
+    "a limit of 0 or a max_budget of 0 or less: LiteLLM refuses every call, laneway's limits "
+    "are at least 1; imported blocked"
+)
+
 
 def is_set(value: object) -> bool:
     """True unless ``value`` is LiteLLM's unset form: null, false, empty text, list or map."""

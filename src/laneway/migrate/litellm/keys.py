@@ -32,20 +32,6 @@ LLM_PATHS = ("chat/completions", "/completions", "embeddings", "/messages", "/re
 NAMES_SHOWN = 10
 COUNTS = ("rpm_limit", "tpm_limit", "max_parallel_requests")
 """LiteLLM's limit columns, in the order of laneway's ``rpm``, ``tpm``, ``max_concurrency``."""
-MANAGEMENT_KEY = (
-    "allowed_routes name no model API (a management or read-only key): laneway keys call "
-    "models; not imported (laneway's admin API has keys of its own)"
-)
-TEAM_COUNTS = (
-    "rpm_limit, tpm_limit, max_parallel_requests of a team: LiteLLM counts them across all "
-    "the team's keys (parallel_request_limiter, by team_id); laneway bounds each of its keys by "
-    "them"
-)
-NO_LANE = "no model of the key maps to a lane: imported with no lanes (every call refused)"
-ZERO_LIMIT = (
-    "a limit of 0 or a max_budget of 0 or less: LiteLLM refuses every call, laneway's limits "
-    "are at least 1; imported blocked"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +125,9 @@ def translate_keys(
         run.key(row)
     for user in rows.users:
         _user_limits(user, run.out)
+    for org in rows.organizations:
+        if key_columns.is_set(org.get("models")):
+            run.out.gap(key_columns.ORG_LIMITS, f"organization {_text(org, 'organization_alias')}")
     moved = key_budgets.reset_change(settings or {})
     if moved is not None:
         calendar = {"day", "week", "month"}
@@ -180,17 +169,21 @@ class _Translator:
             self.out.gap(f"team model {unmapped}", label)
         limits, blocked = self.limits(row, reached.lanes, label)
         if any(v is not None for v in (limits.rpm, limits.tpm, limits.max_concurrency)):
-            self.out.change(TEAM_COUNTS, label)
+            self.out.change(key_columns.TEAM_COUNTS, label)
+        spent = self.spend(row, label)
+        if limits.budget is not None:
+            self.out.gap(key_columns.TEAM_BUDGET, label)
         self.unread(row, key_columns.READ_TEAM, label)
         origin: dict[str, object] = {"team_id": team_id, "team_alias": alias or None}
         origin |= _org(row, self.orgs)
         origin["members"] = sorted({*_names(row.get("admins")), *_names(row.get("members"))})
+        origin["spend"] = spent
         kept, _ = key_columns.split_metadata(row.get("metadata"))
         team = CarriedTeam(
             name,
             limits,
             blocked or bool(row.get("blocked")),
-            self.spend(row, label),
+            spent,
             {**kept, "litellm": {k: v for k, v in origin.items() if v is not None}},
         )
         self.teams[team_id] = (team, reached)
@@ -209,7 +202,7 @@ class _Translator:
             )
             return
         if not _calls_models(row.get("allowed_routes")):
-            self.out.gap(MANAGEMENT_KEY, label)
+            self.out.gap(key_columns.MANAGEMENT_KEY, label)
             return
         if key_columns.is_set(row.get("allowed_routes")):
             self.out.change("allowed_routes: a laneway key may call every API of its lanes", label)
@@ -219,12 +212,14 @@ class _Translator:
         for unmapped in reached.unmapped:
             self.out.gap(f"model {unmapped}", label)
         if not reached.lanes:
-            self.out.gap(NO_LANE, label)
+            self.out.gap(key_columns.NO_LANE, label)
         limits, blocked = self.limits(row, reached.lanes, label)
         if team_id and found is None:
             self.out.gap("team_id names no team in LiteLLM_TeamTable; imported blocked", label)
             blocked = True
         self.unread(row, key_columns.READ_KEY, label)
+        if _text(row, "project_id"):
+            self.out.gap(key_columns.PROJECT_LIMITS, label)
         kept, _ = key_columns.split_metadata(row.get("metadata"))
         self.names.add(name)
         self.out.keys.append(
@@ -248,7 +243,7 @@ class _Translator:
         counted = (_number(row.get(column)) for column in (*COUNTS, "max_budget"))
         blocked = any(number is not None and number <= 0 for number in counted)
         if blocked:
-            self.out.gap(ZERO_LIMIT, label)
+            self.out.gap(key_columns.ZERO_LIMIT, label)
         carried: key_budgets.Budget | str | None = None
         if amount is not None and amount > 0:
             carried = key_budgets.budget(amount, str(duration) if duration else None, self.periods)
