@@ -105,10 +105,9 @@ TEAM_COUNTS = (
     "them"
 )
 
-TEAM_BUDGET = (
-    "a team's max_budget, shared by its keys in LiteLLM: laneway does not yet count a team's "
-    "spend across its keys, so it bounds only the budgets its keys have of their own (kept on "
-    "the team, with its spend so far in its metadata)"
+TEAM_SPEND = (
+    "a team's spend so far: laneway counts the team's budget (shared by its keys, as in "
+    "LiteLLM) from zero; the spend is in the team's metadata"
 )
 
 ORG_LIMITS = (
