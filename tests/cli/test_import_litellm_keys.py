@@ -63,6 +63,14 @@ def litellm_config(sim: RunningSim) -> dict[str, Any]:
 TEAMS = [
     {"team_id": "t-ml", "team_alias": "ml", "models": ["claude-haiku"], "rpm_limit": 1},
     {"team_id": "t-off", "team_alias": "off", "blocked": True},
+    {
+        "team_id": "t-fin",
+        "team_alias": "fin",
+        "max_budget": 1.0,
+        "budget_duration": "30d",
+        "budget_reset_at": NOW + timedelta(days=9),
+        "spend": 0.9995,
+    },
 ]
 KEYS: list[dict[str, Any]] = [
     {"secret": "sk-rpm-AAAA", "key_alias": "svc-rpm", "rpm_limit": 2},
@@ -74,6 +82,7 @@ KEYS: list[dict[str, Any]] = [
     {"secret": "sk-team-GGGG", "key_alias": "teamed", "team_id": "t-ml"},
     {"secret": "sk-off-HHHH", "key_alias": "in-blocked-team", "team_id": "t-off"},
     {"secret": "sk-none-IIII", "key_alias": "lost", "models": ["rerank-v3"]},
+    {"secret": "sk-fin-JJJJ", "key_alias": "fin-key", "team_id": "t-fin"},
 ]
 SPENT = 0.9995
 """What ``spent`` has spent of its $1 this month: a hello's estimate does not fit in the rest."""
@@ -180,6 +189,11 @@ async def test_unchanged_litellm_keys_answer_with_their_limits(
     assert (await chat(http, served, "sk-team-GGGG", "claude-haiku"))[0] == 429  # team's rpm 1
 
     assert (await chat(http, served, "sk-none-IIII"))[0] == 403
+
+    status, answer = await chat(http, served, "sk-fin-JJJJ")  # its team's spend, carried
+    assert status == 429, answer
+    assert answer["error"]["code"] == "team_monthly_budget_exceeded"
+    assert f"${SPENT:.6f}" in answer["error"]["message"]
     assert (await chat(http, served, "sk-never-issued"))[0] == 401
 
 
@@ -191,7 +205,7 @@ def test_the_import_reports_what_it_did_not_carry_and_prints_no_secret(
     text = printed + out.read_text()
     assert "not carried: model rerank-v3 (no model group, alias or access group" in printed
     assert "key lost" in printed
-    assert "imported 9 key(s) and 2 team(s) into laneway-keys.sqlite3" in printed
+    assert "imported 10 key(s) and 3 team(s) into laneway-keys.sqlite3" in printed
     for key in KEYS:
         secret, digest = key["secret"], hash_token(key["secret"])
         assert secret[:-4] not in text  # only LiteLLM's display form, sk-...AAAA
@@ -270,7 +284,7 @@ async def test_keys_go_to_a_postgresql_store_whose_password_stays_out_of_the_fil
     snapshot = await store.snapshot()
     await store.close()
     assert {k.name for k in snapshot.keys.values()} == {k["key_alias"] for k in KEYS}
-    assert {t.name for t in snapshot.teams.values()} == {"ml", "off"}
+    assert {t.name: t.spend for t in snapshot.teams.values()} == {"ml": 0, "off": 0, "fin": SPENT}
     actions = {e.action for e in await _audit(store_url, tmp_path)}
     assert actions == {"key.import", "team.import"}
 
@@ -314,5 +328,5 @@ def test_a_dry_run_reports_and_writes_nothing(
     status, out = run_import(tmp_path, sim, litellm_db, "--dry-run")
     err = capsys.readouterr().err
     assert status == 1 and "not carried: model rerank-v3" in err
-    assert "dry run: 9 key(s) and 2 team(s) read; nothing written" in err
+    assert "dry run: 10 key(s) and 3 team(s) read; nothing written" in err
     assert not out.exists() and not (tmp_path / "laneway-keys.sqlite3").exists()

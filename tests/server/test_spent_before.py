@@ -9,9 +9,11 @@ import pytest
 
 from laneway.config.models import BudgetConfig, KeyConfig
 from laneway.core.clock import FakeClock
+from laneway.policy.budget import BudgetCap
 from laneway.server.errors import Refused
-from laneway.server.key_terms import SpentBefore, config_terms
+from laneway.server.key_terms import KeyTerms, SpentBefore, config_terms
 from laneway.server.limits import KeyLimits
+from laneway.state.keys.ledger import key_owner, team_owner
 from laneway.state.keys.memory import MemoryKeyLedger
 
 IMPORTED = datetime(2026, 12, 3, 10, tzinfo=UTC).timestamp()
@@ -50,3 +52,21 @@ def test_spend_counts_in_the_day_and_month_it_was_carried_into() -> None:
     assert carried.counted(IMPORTED + 3600) == (2.0, 2.0)
     assert carried.counted(IMPORTED + 86_400) == (0.0, 2.0)
     assert SpentBefore(0.0, IMPORTED).counted(IMPORTED) == (0.0, 0.0)
+
+
+async def test_a_teams_spend_carried_counts_against_the_teams_budget_not_the_keys() -> None:
+    team = BudgetCap(team_owner("ml"), "week", 2.0)
+    own = BudgetCap(key_owner("imported"), "month", 10.0)
+    terms = KeyTerms(
+        name="imported",
+        budgets=(own, team),
+        team="ml",
+        allow_unpriced=True,
+        team_spent=SpentBefore(2.5, IMPORTED),
+    )
+    with pytest.raises(Refused) as refused:
+        await limits(IMPORTED + 60).hold(terms, "l", None)
+    assert refused.value.code == "team_weekly_budget_exceeded"
+    assert "$2.500000 spent" in str(refused.value)
+    next_week = IMPORTED + 7 * 86_400
+    await limits(next_week).hold(terms, "l", None)

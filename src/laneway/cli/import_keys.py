@@ -222,8 +222,14 @@ def _limits(carried: CarriedLimits) -> Limits:
 
 
 def _team_record(carried: CarriedTeam, now: float) -> TeamRecord:
+    """The stored team; as a key's, its spend counts in the budget period of ``now``."""
     return TeamRecord(
-        carried.name, _limits(carried.limits), carried.blocked, dict(carried.metadata), now
+        carried.name,
+        _limits(carried.limits),
+        carried.blocked,
+        dict(carried.metadata),
+        now,
+        carried.spend,
     )
 
 

@@ -50,6 +50,9 @@ class KeyTerms:
     budgets: tuple[BudgetCap, ...] = ()
     team: str | None = None
     allow_unpriced: bool = False
+    team_spent: SpentBefore | None = None
+    """What the key's team spent before laneway counted it (an imported LiteLLM team's spend),
+    against the team's budget."""
 
     @property
     def limited(self) -> bool:
@@ -67,6 +70,12 @@ class KeyTerms:
         """The key's own budgets (its team's left out)."""
         own = key_owner(self.name)
         return tuple(b for b in self.budgets if b.owner == own)
+
+    @property
+    def team_budgets(self) -> tuple[BudgetCap, ...]:
+        """The key's team's budgets, shared by the team's keys."""
+        own = key_owner(self.name)
+        return tuple(b for b in self.budgets if b.owner != own)
 
 
 def config_budgets(owner: str, budget: BudgetConfig | None) -> tuple[BudgetCap, ...]:
@@ -89,12 +98,27 @@ def config_terms(key: KeyConfig) -> KeyTerms:
     )
 
 
-def lowered(terms: KeyTerms, carried: Mapping[str, float]) -> tuple[BudgetCap, ...]:
-    """``terms``'s budgets, the key's own lowered by the spend ``carried`` into their period."""
+def lowered(
+    terms: KeyTerms, carried: Mapping[str, float], team: Mapping[str, float] | None = None
+) -> tuple[BudgetCap, ...]:
+    """``terms``'s budgets, the key's own lowered by the spend ``carried`` into their period,
+    its team's by the team's spend ``team`` carried into theirs."""
     own = set(terms.own_budgets)
+    theirs = team or {}
     return tuple(
-        replace(b, usd=b.usd - carried.get(b.period, 0.0)) if b in own else b for b in terms.budgets
+        replace(b, usd=b.usd - (carried if b in own else theirs).get(b.period, 0.0))
+        for b in terms.budgets
     )
+
+
+def carried_by_period(
+    spent: SpentBefore | None, budgets: tuple[BudgetCap, ...], wall: float
+) -> dict[str, float] | None:
+    """What ``spent`` adds at ``wall`` to each of ``budgets``' periods (``None``: nothing)."""
+    if spent is None or not budgets:
+        return None
+    counted = spent.counted(wall, tuple(b.period for b in budgets))
+    return {b.period: usd for b, usd in zip(budgets, counted, strict=True)}
 
 
 def raised(refusal: KeyRefusal, carried: Mapping[str, float]) -> KeyRefusal:

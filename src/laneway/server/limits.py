@@ -36,7 +36,14 @@ from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
-from laneway.server.key_terms import KeyTerms, SpentBefore, config_terms, lowered, raised
+from laneway.server.key_terms import (
+    KeyTerms,
+    SpentBefore,
+    carried_by_period,
+    config_terms,
+    lowered,
+    raised,
+)
 from laneway.server.limit_refusals import budgeted, chain_unpriced, refused, unpriced_message
 from laneway.state.keys import open_key_ledger
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyLedger, KeyRefusal
@@ -230,16 +237,16 @@ class KeyLimits:
             max_concurrency=config.max_concurrency,
             budgets=config.budgets,
         )
-        carried: dict[str, float] | None = None
-        if spent_before is not None and config.budgets:
-            own = config.own_budgets
-            counted = spent_before.counted(self.clock.wall(), tuple(b.period for b in own))
-            carried = {b.period: usd for b, usd in zip(own, counted, strict=True)}
-            ask = replace(ask, budgets=lowered(config, carried))
+        wall = self.clock.wall()
+        carried = carried_by_period(spent_before, config.own_budgets, wall)
+        team = carried_by_period(config.team_spent, config.team_budgets, wall)
+        if carried or team:
+            ask = replace(ask, budgets=lowered(config, carried or {}, team))
         reserved = await self.ledger.reserve(ask)
         if isinstance(reserved, KeyRefusal):
-            if carried and reserved.team is None:
-                reserved = raised(reserved, carried)
+            added = carried if reserved.team is None else team
+            if added:
+                reserved = raised(reserved, added)
             self._count(key, reserved.limit)
             if self.alerts is not None and reserved.spent is not None:
                 self.alerts.refused(config, reserved)

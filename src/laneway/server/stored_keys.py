@@ -59,6 +59,9 @@ def stored_terms(record: KeyRecord, team: TeamRecord | None) -> KeyTerms:
         budgets.append(BudgetCap(key_owner(record.name), limits.period, limits.budget))
     if team is not None and team.limits.budget is not None and team.limits.period is not None:
         budgets.append(BudgetCap(team_owner(team.name), team.limits.period, team.limits.budget))
+    team_spent = None
+    if team is not None and team.spend > 0 and team.limits.budget is not None:
+        team_spent = SpentBefore(team.spend, team.created_at)
     return KeyTerms(
         name=record.name,
         rpm=limits.rpm,
@@ -66,6 +69,7 @@ def stored_terms(record: KeyRecord, team: TeamRecord | None) -> KeyTerms:
         max_concurrency=limits.max_concurrency,
         budgets=tuple(budgets),
         team=record.team,
+        team_spent=team_spent,
     )
 
 

@@ -105,11 +105,6 @@ TEAM_COUNTS = (
     "them"
 )
 
-TEAM_SPEND = (
-    "a team's spend so far: laneway counts the team's budget (shared by its keys, as in "
-    "LiteLLM) from zero; the spend is in the team's metadata"
-)
-
 ORG_LIMITS = (
     "organization models and budget (LiteLLM_OrganizationTable, LiteLLM_BudgetTable): not read; "
     "its keys and teams keep only their own models and limits"

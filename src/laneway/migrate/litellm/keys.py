@@ -171,13 +171,10 @@ class _Translator:
         if any(v is not None for v in (limits.rpm, limits.tpm, limits.max_concurrency)):
             self.out.change(key_columns.TEAM_COUNTS, label)
         spent = self.spend(row, label)
-        if limits.budget is not None and spent > 0:
-            self.out.gap(key_columns.TEAM_SPEND, label)
         self.unread(row, key_columns.READ_TEAM, label)
         origin: dict[str, object] = {"team_id": team_id, "team_alias": alias or None}
         origin |= _org(row, self.orgs)
         origin["members"] = sorted({*_names(row.get("admins")), *_names(row.get("members"))})
-        origin["spend"] = spent
         kept, _ = key_columns.split_metadata(row.get("metadata"))
         team = CarriedTeam(
             name,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import asyncpg
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_TABLES = ("keys", "teams", "digests", "audit", "version", "key_use")
+_TABLES = ("keys", "teams", "digests", "audit", "version", "key_use", "team_spend")
 _CREATE_LOCK = 0x6B657973  # "keys": the advisory lock key of the store's creation
 DEFAULT_PATH = "laneway-keys.sqlite3"
 

@@ -57,6 +57,9 @@ class TeamRecord:
     blocked: bool = False
     metadata: Mapping[str, object] = field(default_factory=dict)
     created_at: float = 0.0
+    spend: float = 0.0
+    """USD the team spent before it came to laneway (an imported LiteLLM team's spend so far):
+    it counts against the team's budget in the period ``created_at`` falls in."""
 
 
 @dataclass(frozen=True, slots=True)

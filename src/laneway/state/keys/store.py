@@ -63,6 +63,8 @@ def _tables(t: Mapping[str, str]) -> list[str]:
         "NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {t['key_use']} (key_id TEXT PRIMARY KEY, last_used DOUBLE "
         "PRECISION NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {t['team_spend']} (name TEXT PRIMARY KEY, spend DOUBLE "
+        "PRECISION NOT NULL)",
     ]
 
 
@@ -95,13 +97,15 @@ class KeyStore:
         version = await self.version()
         keys = await self.database.fetch(f"SELECT {_KEY_COLUMNS} FROM {self.t['keys']}")
         teams = await self.database.fetch(f"SELECT {_TEAM_COLUMNS} FROM {self.t['teams']}")
+        spent = await self.database.fetch(f"SELECT name, spend FROM {self.t['team_spend']}")
         digests = await self.database.fetch(
             f"SELECT sha256, key_id, valid_until FROM {self.t['digests']}"
         )
+        team_spend = {str(row[0]): _num(row[1]) for row in spent}
         return Snapshot(
             version,
             {str(row[0]): _key(row) for row in keys},
-            {str(row[0]): _team(row) for row in teams},
+            {str(row[0]): _team(row, team_spend.get(str(row[0]), 0.0)) for row in teams},
             tuple(Digest(str(d[0]), str(d[1]), _opt(d[2])) for d in digests),
         )
 
@@ -173,8 +177,21 @@ class KeyStore:
         )
         return (sql, row)
 
+    def _team_spend_upsert(self, team: TeamRecord) -> Statement:
+        """The team's spend from before laneway (``TeamRecord.spend``): written by imports
+        only, kept apart so an admin's edit of the team leaves it as it is."""
+        return (
+            f"INSERT INTO {self.t['team_spend']} (name, spend) VALUES (?, ?) ON CONFLICT (name) "
+            "DO UPDATE SET spend = excluded.spend",
+            (team.name, team.spend),
+        )
+
     async def delete_team(self, name: str, entry: AuditEntry) -> None:
-        await self._change([(f"DELETE FROM {self.t['teams']} WHERE name = ?", (name,))], entry)
+        statements: list[Statement] = [
+            (f"DELETE FROM {self.t[table]} WHERE name = ?", (name,))
+            for table in ("team_spend", "teams")
+        ]
+        await self._change(statements, entry)
 
     async def audit(self, limit: int = 100) -> list[AuditEntry]:
         """The latest ``limit`` admin actions, newest first."""
@@ -204,6 +221,7 @@ class KeyStore:
         ``entries``: one transaction and one version change, so an import (``laneway import
         litellm --database``) lands whole or not at all and every replica reloads it once."""
         statements = [self._team_upsert(team) for team in teams]
+        statements += [self._team_spend_upsert(team) for team in teams]
         for key, digests in keys:
             statements += [self._key_upsert(key), *(self._digest_insert(d) for d in digests)]
         await self._change(statements, *entries)
@@ -280,13 +298,14 @@ def _team_row(team: TeamRecord) -> tuple[object, ...]:
     return (team.name, *limits, team.blocked, _dump(team.metadata), team.created_at)
 
 
-def _team(row: Sequence[object]) -> TeamRecord:
+def _team(row: Sequence[object], spend: float) -> TeamRecord:
     return TeamRecord(
         name=str(row[0]),
         limits=_limits(row[1:7]),
         blocked=bool(row[7]),
         metadata=_json(row[8]) or {},
         created_at=_num(row[9]),
+        spend=spend,
     )
 
 
