@@ -98,31 +98,46 @@ def config_terms(key: KeyConfig) -> KeyTerms:
     )
 
 
-def lowered(
-    terms: KeyTerms, carried: Mapping[str, float], team: Mapping[str, float] | None = None
-) -> tuple[BudgetCap, ...]:
-    """``terms``'s budgets, the key's own lowered by the spend ``carried`` into their period,
-    its team's by the team's spend ``team`` carried into theirs."""
-    own = set(terms.own_budgets)
-    theirs = team or {}
-    return tuple(
-        replace(b, usd=b.usd - (carried if b in own else theirs).get(b.period, 0.0))
-        for b in terms.budgets
-    )
+@dataclass(frozen=True, slots=True)
+class CarriedSpend:
+    """Spend from before laneway that counts at one wall time, by budget period: the key's
+    own (``SpentBefore`` of the caller) and its team's (``KeyTerms.team_spent``)."""
+
+    own: Mapping[str, float]
+    team: Mapping[str, float]
+
+    def lowered(self, terms: KeyTerms) -> tuple[BudgetCap, ...]:
+        """``terms``'s budgets, each lowered by what its owner carried into its period."""
+        own = set(terms.own_budgets)
+        return tuple(
+            replace(b, usd=b.usd - (self.own if b in own else self.team).get(b.period, 0.0))
+            for b in terms.budgets
+        )
+
+    def raised(self, refusal: KeyRefusal) -> KeyRefusal:
+        """A refusal of a lowered cap as its owner's own cap and whole spend."""
+        return raised(refusal, self.own if refusal.team is None else self.team)
 
 
-def carried_by_period(
+def carried_spend(terms: KeyTerms, spent: SpentBefore | None, wall: float) -> CarriedSpend | None:
+    """What the key's (``spent``) and its team's spend from before laneway add at ``wall``
+    to their budgets' periods; ``None`` when neither adds anything."""
+    own = _by_period(spent, terms.own_budgets, wall)
+    team = _by_period(terms.team_spent, terms.team_budgets, wall)
+    return CarriedSpend(own, team) if any(own.values()) or any(team.values()) else None
+
+
+def _by_period(
     spent: SpentBefore | None, budgets: tuple[BudgetCap, ...], wall: float
-) -> dict[str, float] | None:
-    """What ``spent`` adds at ``wall`` to each of ``budgets``' periods (``None``: nothing)."""
+) -> dict[str, float]:
     if spent is None or not budgets:
-        return None
+        return {}
     counted = spent.counted(wall, tuple(b.period for b in budgets))
     return {b.period: usd for b, usd in zip(budgets, counted, strict=True)}
 
 
 def raised(refusal: KeyRefusal, carried: Mapping[str, float]) -> KeyRefusal:
-    """A refusal of a lowered cap (``lowered``) as the key's own cap and whole spend."""
+    """A refusal of a lowered cap as the owner's own cap and whole spend."""
     period = next((p for p, limit in BUDGET_LIMITS.items() if limit == refusal.limit), None)
     added = 0.0 if period is None else carried.get(period, 0.0)
     if not added:

@@ -36,14 +36,7 @@ from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
-from laneway.server.key_terms import (
-    KeyTerms,
-    SpentBefore,
-    carried_by_period,
-    config_terms,
-    lowered,
-    raised,
-)
+from laneway.server.key_terms import KeyTerms, SpentBefore, carried_spend, config_terms
 from laneway.server.limit_refusals import budgeted, chain_unpriced, refused, unpriced_message
 from laneway.state.keys import open_key_ledger
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyLedger, KeyRefusal
@@ -237,21 +230,19 @@ class KeyLimits:
             max_concurrency=config.max_concurrency,
             budgets=config.budgets,
         )
-        wall = self.clock.wall()
-        carried = carried_by_period(spent_before, config.own_budgets, wall)
-        team = carried_by_period(config.team_spent, config.team_budgets, wall)
-        if carried or team:
-            ask = replace(ask, budgets=lowered(config, carried or {}, team))
+        carried = carried_spend(config, spent_before, self.clock.wall())
+        if carried is not None:
+            ask = replace(ask, budgets=carried.lowered(config))
         reserved = await self.ledger.reserve(ask)
         if isinstance(reserved, KeyRefusal):
-            added = carried if reserved.team is None else team
-            if added:
-                reserved = raised(reserved, added)
+            if carried is not None:
+                reserved = carried.raised(reserved)
             self._count(key, reserved.limit)
             if self.alerts is not None and reserved.spent is not None:
                 self.alerts.refused(config, reserved)
             raise refused(key, reserved)
-        return Hold(ask, lane, kind, reserved, config if config.budgeted else None, carried)
+        terms = config if config.budgeted else None
+        return Hold(ask, lane, kind, reserved, terms, None if carried is None else carried.own)
 
     async def settle(
         self,
