@@ -55,6 +55,7 @@ def test_keys_and_teams_on_the_store(tmp_path: Path, capsys) -> None:
     assert secret.startswith("sk-lw-") and "(shown this once)" in out
     status, listed, _ = run(capsys, "keys", "--config", config, "list")
     assert status == 0 and "svc" in listed and "$5/day" in listed and secret not in listed
+    assert listed.splitlines()[0].split()[-1] == "last_used_at"
     key_id = listed.splitlines()[1].split()[0]
     status, out, _ = run(capsys, "keys", "--config", config, "rotate", key_id, "--grace", "1h")
     assert status == 0 and out.splitlines()[-1] != secret

@@ -199,7 +199,8 @@ def _table(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return "(none)"
     columns = [c for c in ("id", "name", "prefix", "team", "lanes", "rpm", "tpm") if c in rows[0]]
-    columns += [c for c in ("budget", "expires_at", "blocked", "spend_usd") if c in rows[0]]
+    extra = ("budget", "expires_at", "blocked", "spend_usd", "last_used_at")
+    columns += [c for c in extra if c in rows[0]]
     table = [columns] + [[_cell(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
     return "\n".join(
