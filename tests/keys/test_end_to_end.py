@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ async def expiry(
     body = {"name": f"brief-{tag}", "expires_in": "3s"}
     _, brief = await admin(http, one.url, "POST", "/admin/keys", body)
     await settled(http, two, brief["key"], 200)
-    until = time.time() + 3.0
+    until = datetime.fromisoformat(brief["expires_at"]).timestamp()
     await asyncio.sleep(max(until - time.time(), 0.0))
     for gw in (one, two):
         await settled(http, gw, brief["key"], 401)
