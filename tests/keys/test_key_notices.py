@@ -8,8 +8,10 @@ import logging
 from pathlib import Path
 
 import pytest
+import yaml
 from redis.asyncio import Redis
 
+from laneway.cli.main import main
 from laneway.server.stored_keys import StoredKeys
 from laneway.state.keys.databases import open_key_store
 from laneway.state.keys.notices import RedisKeyNotices
@@ -103,3 +105,31 @@ async def test_with_redis_cut_the_poll_carries_a_revocation_and_notices_resume(
     assert any(m.startswith("key store change not announced through Redis") for m in messages)
     assert sum(m.startswith("key store notices unheard") for m in messages) == 2, "once each"
     assert sum(m == "key store notices heard again through Redis" for m in messages) == 2
+
+
+async def test_laneway_keys_against_the_store_announces_its_change(
+    tmp_path: Path,
+    redis_client: Redis,
+    proxy: TcpProxy,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    config = {
+        "lanes": {"a": {"sources": [source]}},
+        "server": {"key_store": "keys.sqlite3"},
+        "state": {"url": f"redis://127.0.0.1:{proxy.port}/0"},
+        "telemetry": {"url": "none"},
+    }
+    (tmp_path / "laneway.yaml").write_text(yaml.safe_dump(config))
+    listening = replica(str(tmp_path / "keys.sqlite3"), tmp_path, proxy.port, "laneway", NEVER)
+    try:
+        listening.start()
+        await listening.ready()
+        await subscribed(redis_client, "laneway:keys:changed", 1)
+        args = ["keys", "--config", str(tmp_path / "laneway.yaml"), "create", "cli"]
+        assert await asyncio.to_thread(main, args) == 0
+        secret = capsys.readouterr().out.splitlines()[-1]
+        digest = bytes.fromhex(hash_secret(secret))
+        await wait_until(lambda: listening.caller(digest) is not None, timeout=10.0)
+    finally:
+        await listening.aclose()

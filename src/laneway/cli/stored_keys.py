@@ -163,7 +163,12 @@ async def _answered(
     from laneway.telemetry.factory import store_for_url
 
     store = open_key_store(config.server.key_store or DEFAULT_PATH, base_dir)
-    stored = StoredKeys(store, list(config.lanes), config.aliases)
+    notices = None
+    if config.state.url is not None:  # Redis: the serving replicas hear the change at once
+        from laneway.state.keys.notices import RedisKeyNotices
+
+        notices = RedisKeyNotices.from_url(config.state.url, timeout=config.state.timeout)
+    stored = StoredKeys(store, list(config.lanes), config.aliases, notices=notices)
     telemetry = store_for_url(config.telemetry.url, base_dir)
     spend = None
     if telemetry is not None:
