@@ -33,6 +33,7 @@ from tests.cli.litellm_database import create, hash_token, insert
 from tests.helpers import sim_url, unique_spec
 from tests.server.conftest import http
 from tests.server.support import HELLO, RunningGateway, post, serve_app
+from tests.status.support import status_json
 from tests.telemetry.conftest import pg_dsn, pg_schemas
 
 __all__ = ["http", "pg_dsn", "pg_schemas"]
@@ -194,6 +195,11 @@ async def test_unchanged_litellm_keys_answer_with_their_limits(
     assert status == 429, answer
     assert answer["error"]["code"] == "team_monthly_budget_exceeded"
     assert f"${SPENT:.6f}" in answer["error"]["message"]
+
+    budgets = (await status_json(http, served, {"Authorization": "Bearer sk-rpm-AAAA"}))["budgets"]
+    rows = {(row["owner"], row["name"]): row for row in budgets}
+    assert rows[("team", "fin")]["spent_usd"] == SPENT  # LiteLLM's spend, on the status page
+    assert rows[("key", "spent")]["spent_usd"] == SPENT
     assert (await chat(http, served, "sk-never-issued"))[0] == 401
 
 

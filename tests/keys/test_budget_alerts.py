@@ -15,7 +15,7 @@ from laneway.cli.compose import build_gateway
 from laneway.core.clock import FakeClock
 from laneway.policy.budget import BudgetCap
 from laneway.server.budget_alerts import ATTEMPTS, BudgetAlerts
-from laneway.server.key_terms import KeyTerms
+from laneway.server.key_terms import KeyTerms, SpentBefore
 from laneway.sim import RunningSim
 from laneway.state.keys.ledger import KeyRefusal
 from laneway.state.keys.memory import MemoryKeyLedger
@@ -100,6 +100,18 @@ async def test_a_teams_alert_names_the_team_and_a_jump_alerts_the_highest(caplog
         ("key", "bob", 0.5),
     ], "50% of the team's week is not sent after 80%; bob's carried $0.60 counts"
     assert "team 'ml' (key 'bob') reached 80% of its $100 weekly budget" in alert_lines(caplog)[0]
+
+
+async def test_a_teams_spend_from_before_laneway_counts_towards_its_alerts(caplog) -> None:
+    clock = FakeClock(wall_start=DEC_3)
+    week = BudgetCap("team:ml", "week", 100.0)
+    bob = KeyTerms("bob", budgets=(week,), team="ml", team_spent=SpentBefore(60.0, DEC_3))
+    async with receiver() as hook:
+        alerts = BudgetAlerts(THRESHOLDS, MemoryKeyLedger(clock), clock, webhook=hook.url)
+        alerts.spent(bob, {"team:ml:2026-W49": 25.0}, {})
+        await alerts.drained()
+        await alerts.aclose()
+    assert [(b["owner"], b["name"], b["threshold"]) for b in hook.bodies] == [("team", "ml", 0.8)]
 
 
 async def test_a_failing_webhook_is_tried_three_times_logged_and_the_next_alert_goes(

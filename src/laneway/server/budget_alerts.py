@@ -136,7 +136,7 @@ class BudgetAlerts:
         self, terms: KeyTerms, spend: Mapping[str, float], carried: Mapping[str, float]
     ) -> None:
         """A call of ``terms``'s key settled; ``spend`` holds its counters as it left them,
-        ``carried`` the key's spend from before laneway by period."""
+        ``carried`` the key's spend from before laneway by period (its team's is on ``terms``)."""
         if not self.thresholds:
             return
         wall = self.clock.wall()
@@ -148,6 +148,8 @@ class BudgetAlerts:
                 continue
             if budget.owner == own:
                 spent += carried.get(budget.period, 0.0)
+            elif terms.team_spent is not None:
+                spent += terms.team_spent.counted(wall, (budget.period,))[0]
             hit = reached(self.thresholds, spent, budget)
             if hit:
                 self._raise(terms.name, budget, instance, hit[-1], spent, False, wall)

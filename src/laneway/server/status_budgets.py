@@ -84,6 +84,8 @@ class BudgetBoard:
                 budget.keys.add(terms.name)
                 if before is not None and cap.owner == own:
                     budget.carried = before.counted(wall, (cap.period,))[0]
+                elif cap.owner != own and terms.team_spent is not None:
+                    budget.carried = terms.team_spent.counted(wall, (cap.period,))[0]
         if not caps:
             return []
         return budget_rows(caps, await self.ledger.read_spend(list(caps)), wall)
