@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from laneway.core.errors import AttemptFailure, Inexpressible
+from laneway.core.passthrough import OPENAI_CHAT
 from laneway.core.results import ChatResult, EmbedResult
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.core.types import ChatChunk, ChatRequest, EmbedRequest
@@ -50,7 +51,7 @@ class OpenAIProvider:
 
     def relay_scan(self, wire: str) -> Callable[[bytes], int] | None:
         """For a caller of chat completions: ``wire.openai.relay.plain_prefix``."""
-        return relay.plain_prefix if wire == relay.CHAT_COMPLETIONS_WIRE else None
+        return relay.plain_prefix if wire == OPENAI_CHAT else None
 
     def parse_event(self, data: bytes) -> ChatChunk | None:
         """Parse one ``chat.completion.chunk``; ``[DONE]`` ends the stream."""

@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from laneway.core.errors import LanewayError
+from laneway.core.passthrough import OPENAI_CHAT
 from laneway.core.types import ChatChunk
 from laneway.engine.chain_stream import ChatStream
 from laneway.server.asgi import Send
 from laneway.server.errors import sse_error
 from laneway.server.render import answer_headers
 from laneway.wire.openai.chat_answer import completion_chunk_event
-from laneway.wire.openai.relay import CHAT_COMPLETIONS_WIRE
 
 DONE = b"data: [DONE]\n\n"
 SSE_HEADERS = [
@@ -99,7 +99,7 @@ async def forward_stream(
     ``OpenAIEncoder`` writes each event as the source sent it, so a source of
     the same wire format is relayed: a network read's events in one send.
     """
-    wire = CHAT_COMPLETIONS_WIRE if isinstance(encoder, OpenAIEncoder) else None
+    wire = OPENAI_CHAT if isinstance(encoder, OpenAIEncoder) else None
     pieces = stream.relay(encoder.chunk, wire)
     first = await anext(pieces, None)
     headers = answer_headers(stream.lane.name, stream.source, len(stream.attempts), "bypass", None)

@@ -15,8 +15,6 @@ elsewhere) and finds its usage, model and finish reason.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -31,41 +29,6 @@ from laneway.wire.decoding import load_event, load_json, reasoning_of, token_cou
 
 DONE = b"[DONE]"
 """The ``data:`` payload that ends an OpenAI stream."""
-_USAGE = re.compile(rb'"usage"\s*:\s*\{')
-_FINISH = re.compile(rb'"finish_reason"\s*:\s*"')
-_ERROR = re.compile(rb'"error"\s*:')
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkMarks:
-    """What one ``chat.completion.chunk`` payload holds beyond its deltas, read from its bytes.
-
-    A relay that forwards a stream's bytes as they came parses (``read_completion_chunk``)
-    only the events that mark something: the end, a usage, a finish reason, an error.
-    A key can only match as a key (a quote inside a JSON string is escaped), so a
-    content delta never reads as one; a mark found where the parse finds nothing costs
-    only that parse.
-    """
-
-    done: bool
-    usage: bool
-    finish: bool
-    error: bool
-
-    @property
-    def plain(self) -> bool:
-        """A delta and nothing else: relayed without being parsed."""
-        return not (self.done or self.usage or self.finish or self.error)
-
-
-def chunk_marks(data: bytes) -> ChunkMarks:
-    """The marks of one stream event's ``data:`` payload, without parsing it."""
-    return ChunkMarks(
-        done=data.strip() == DONE,
-        usage=b'"usage"' in data and _USAGE.search(data) is not None,
-        finish=b'"finish_reason"' in data and _FINISH.search(data) is not None,
-        error=b'"error"' in data and _ERROR.search(data) is not None,
-    )
 
 
 def read_completion(body: bytes, model: str) -> ChatResult:

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import re
 
-CHAT_COMPLETIONS_WIRE = "openai.chat_completions"
-"""The wire format of ``chat.completion.chunk`` streams, as callers and sources speak it."""
-
 _MUST_READ = re.compile(rb'"(?:finish_reason"\s*:\s*[^n\s]|usage"\s*:\s*[^n\s]|error")')
 """A finish reason or usage that is not ``null``, or an ``error`` (key or value)."""
 
