@@ -247,7 +247,10 @@ class ChatChunk:
     """One parsed event of a chat stream, in the provider-neutral form.
 
     ``raw`` is the upstream event as OpenAI's chunk shape, so the gateway can
-    forward it without re-encoding its meaning.
+    forward it without re-encoding its meaning. ``tool_call_delta`` says the
+    event carries part of a tool call (its id and name, or argument text),
+    read by the wire format that parsed it, so the engine need not look into
+    ``raw``.
     """
 
     content: str = ""
@@ -256,3 +259,4 @@ class ChatChunk:
     usage: Usage | None = None
     model: str | None = None
     raw: dict[str, Any] | None = None
+    tool_call_delta: bool = False

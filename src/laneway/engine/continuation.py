@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal
+from typing import Literal
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
@@ -148,13 +148,6 @@ class Splice:
             return None
         self.done = True
         return with_content(chunk, seen[len(self.sent) :])
-
-
-def has_tool_delta(chunk: ChatChunk) -> bool:
-    """Whether ``chunk`` carries a tool-call delta (OpenAI's shape, as every adapter writes)."""
-    raw: dict[str, Any] = chunk.raw or {}
-    choices = raw.get("choices") or [{}]
-    return bool((choices[0].get("delta") or {}).get("tool_calls"))
 
 
 def with_content(chunk: ChatChunk, text: str) -> ChatChunk:

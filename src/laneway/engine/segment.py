@@ -30,7 +30,7 @@ from laneway.core.failures import FailureKind
 from laneway.core.messages import ChatMessage
 from laneway.core.types import NO_USAGE, Attempt, ChatChunk, ChatRequest, Usage
 from laneway.core.units import format_duration
-from laneway.engine.continuation import ContinuationPlan, Opening, Splice, has_tool_delta
+from laneway.engine.continuation import ContinuationPlan, Opening, Splice
 from laneway.engine.events import AnswerProgress, UpstreamEvents
 from laneway.policy.quota import used_tokens
 
@@ -122,7 +122,7 @@ async def _first_token(
     buffered: list[ChatChunk] = []
     while (chunk := await events.next()) is not None:
         buffered.append(chunk)
-        if chunk.content or chunk.reasoning_content or has_tool_delta(chunk):
+        if chunk.content or chunk.reasoning_content or chunk.tool_call_delta:
             return OpenedAnswer(stack, events, buffered, request)
         if chunk.finish_reason is not None:
             break

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from laneway.core.types import Attempt, ChatChunk, Usage
 from laneway.core.usage import sum_usage
-from laneway.engine.continuation import Resume, has_tool_delta
+from laneway.engine.continuation import Resume
 from laneway.engine.events import RawEvents, Text, joined_text
 
 
@@ -126,7 +126,7 @@ class SentAnswer:
         """Whether tool-call deltas were sent."""
         if not self._tool_deltas and self._unchecked:
             blocks, self._unchecked = self._unchecked, []
-            self._tool_deltas = any(has_tool_delta(c) for raw in blocks for c in raw.chunks())
+            self._tool_deltas = any(c.tool_call_delta for raw in blocks for c in raw.chunks())
         return self._tool_deltas
 
     @property
@@ -153,7 +153,7 @@ class SentAnswer:
         if chunk.model:
             self._model = chunk.model
             self._unnamed.clear()
-        if not self._tool_deltas and has_tool_delta(chunk):
+        if not self._tool_deltas and chunk.tool_call_delta:
             self._tool_deltas = True
         return chunk
 

@@ -81,6 +81,7 @@ class MessagesEventReader:
             finish_reason=fields.get("finish_reason"),
             usage=fields.get("usage"),
             raw=raw,
+            tool_call_delta="tool_calls" in delta,
         )
 
     def _started(self, message: dict[str, Any]) -> ChatChunk:

@@ -124,7 +124,8 @@ class GenerateEventReader:
         raw = openai_chunk({}, usage=usage, answer_id=event.get("responseId"), model=model)
         raw["choices"] = choices
         finish = choices[0]["finish_reason"]
-        return ChatChunk(first.content, first.reasoning, finish, usage, model, raw)
+        calls = bool(choices[0]["delta"].get("tool_calls"))
+        return ChatChunk(first.content, first.reasoning, finish, usage, model, raw, calls)
 
     def _choice(self, candidate: _Candidate) -> dict[str, Any]:
         delta: dict[str, Any] = {"content": candidate.content} if candidate.content else {}

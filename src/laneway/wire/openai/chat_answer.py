@@ -76,6 +76,7 @@ def read_completion_chunk(data: bytes) -> ChatChunk | None:
         usage=usage,
         model=event.get("model"),
         raw=event,
+        tool_call_delta=bool(delta.get("tool_calls")),
     )
 
 
