@@ -56,8 +56,8 @@ class CallDecision(Generic[T]):
 
     ``racing``: the lane's hedge races this call's attempts: each attempt
     sent may get a hedge at ``hedge_at`` (the call clock's time; ``inf``:
-    none), which the driver starts beside it. ``hold``: the winning attempt is
-    handed over unsettled (a stream's).
+    none), which the driver starts beside it; ``hedge_sent`` once it did.
+    ``hold``: the winning attempt is handed over unsettled (a stream's).
     """
 
     __slots__ = (
@@ -65,10 +65,10 @@ class CallDecision(Generic[T]):
         "_delay",
         "_ended",
         "_first",
-        "_hedge_sent",
         "clock",
         "deadline",
         "hedge_at",
+        "hedge_sent",
         "hedging",
         "hold",
         "lane",
@@ -96,7 +96,7 @@ class CallDecision(Generic[T]):
         self._ended: list[tuple[Source, AttemptFailure]] | None = None
         hedging = self.hedging = lane.hedging if racing else None
         if hedging is not None:
-            self._hedge_sent = False
+            self.hedge_sent = False
             hedging.budget.called(start)
 
     def picked(self, pick: Admitted | Wait | NoSource) -> Send | Pause | Stop:
@@ -121,7 +121,7 @@ class CallDecision(Generic[T]):
             hedging = self.hedging
             if hedging is not None:  # the race begins: when its hedge is due (inf: none fits)
                 self._first = pick
-                self._hedge_sent = False
+                self.hedge_sent = False
                 limits = hedging.limits
                 delay = limits.after
                 if delay is None:
@@ -158,37 +158,14 @@ class CallDecision(Generic[T]):
     def outcome(self, done: Done[T]) -> CallOutcome[T]:
         """The call's answer once ``done`` is settled (or, held, handed over unsettled)."""
         if self.hold or (
-            self.hedging is not None and (self._hedge_sent or self.hedging.limits.after is None)
+            self.hedging is not None and (self.hedge_sent or self.hedging.limits.after is None)
         ):
-            return self._raced_or_held(done)
+            return _raced_or_held(self, done)
         state, admitted = self.state, done.admitted
         attempts = state.attempts
         attempts.append(Attempt(admitted.source.name, "ok", done.elapsed, status=200))
         total = self.clock.now() - state.start
         return CallOutcome(done.result, admitted.source, tuple(attempts), total, state.queue_wait)
-
-    def _raced_or_held(self, done: Done[T]) -> CallOutcome[T]:
-        """``outcome`` on a hedged lane (the winner's label and, where a hedge ran beside it,
-        when it began; its answer time kept for a percentile ``after``) or of a held attempt
-        (handed over unsettled and unlisted)."""
-        state, admitted, hedging = self.state, done.admitted, self.hedging
-        if hedging is not None and hedging.limits.after is None:
-            hedging.answered.add(done.elapsed)
-        if self.hold:
-            total, attempts = self.clock.now() - state.start, tuple(state.attempts)
-            queued, source = state.queue_wait, admitted.source
-            return CallOutcome(done.result, source, attempts, total, queued, admitted, done.hedge)
-        if self._hedge_sent:
-            label = HEDGE_WON if done.hedge else "ok"
-            began = admitted.started - state.start
-            attempt = Attempt(admitted.source.name, label, done.elapsed, 200, began=began)
-        else:
-            attempt = Attempt(admitted.source.name, "ok", done.elapsed, status=200)
-        state.attempts.append(attempt)
-        total = self.clock.now() - state.start
-        return CallOutcome(
-            done.result, admitted.source, tuple(state.attempts), total, state.queue_wait
-        )
 
     def failed(self, admitted: Admitted, failure: AttemptFailure, *, hedge: bool = False) -> None:
         """An attempt failed: record it (the driver settles it, then asks ``next``)."""
@@ -268,7 +245,7 @@ class CallDecision(Generic[T]):
         """Admission's answer for the hedge: send it, or (not admitted, not sent) hold on."""
         if type(pick) is Admitted:
             self.state.hedge_in_flight = (pick.source.name, pick.started)
-            self._hedge_sent = True
+            self.hedge_sent = True
             return SendHedge(pick)
         assert self.hedging is not None
         self.hedging.budget.refund()
@@ -277,7 +254,7 @@ class CallDecision(Generic[T]):
     def deadline_passed(self) -> CallFailed:
         """The deadline's verdict, with the attempts it cut recorded."""
         state, now = self.state, self.clock.now()
-        state.cut_in_flight(now, state.start if self.hedging and self._hedge_sent else None)
+        state.cut_in_flight(now, state.start if self.hedging and self.hedge_sent else None)
         attempts, budget = tuple(state.attempts), self.deadline.budget
         return deadline_exceeded(self.lane, attempts, now - state.start, budget, state.waiting)
 
@@ -295,19 +272,8 @@ class CallDecision(Generic[T]):
         if isinstance(action, Hedge):
             self.hedge_at = math.inf
             if self.hedging.budget.take(now):
-                return PickHedge(self._others(first.source.name))
+                return PickHedge(_without(self.state.sources, first.source.name))
         return Pause(math.inf, ANSWER)
-
-    def _others(self, first: str) -> CallSources:
-        """The call's sources for the hedge's pick, ``first`` (the raced attempt's) left out."""
-        sources = self.state.sources
-        return dataclasses.replace(
-            sources,
-            excluded={*sources.excluded, first},
-            failures=dict(sources.failures),
-            revisit=dict(sources.revisit),
-            set_aside=set(sources.set_aside),
-        )
 
     def _landed(self, hedge: bool) -> None:
         if hedge:
@@ -318,4 +284,37 @@ class CallDecision(Generic[T]):
     def _began_of(self, admitted: Admitted) -> float | None:
         """When an attempt of a race began, from the call's start (traces draw the race's
         attempts overlapping); ``None`` where no hedge ran beside it."""
-        return admitted.started - self.state.start if self.hedging and self._hedge_sent else None
+        return admitted.started - self.state.start if self.hedging and self.hedge_sent else None
+
+
+def _raced_or_held(decision: CallDecision[T], done: Done[T]) -> CallOutcome[T]:
+    """``CallDecision.outcome`` on a hedged lane (the winner's label and, where a hedge ran
+    beside it, when it began; its answer time kept for a percentile ``after``) or of a held
+    attempt (handed over unsettled and unlisted)."""
+    state, admitted, hedging = decision.state, done.admitted, decision.hedging
+    if hedging is not None and hedging.limits.after is None:
+        hedging.answered.add(done.elapsed)
+    if decision.hold:
+        total = decision.clock.now() - state.start
+        attempts, queued, source = tuple(state.attempts), state.queue_wait, admitted.source
+        return CallOutcome(done.result, source, attempts, total, queued, admitted, done.hedge)
+    if decision.hedge_sent:
+        label = HEDGE_WON if done.hedge else "ok"
+        began = admitted.started - state.start
+        attempt = Attempt(admitted.source.name, label, done.elapsed, 200, began=began)
+    else:
+        attempt = Attempt(admitted.source.name, "ok", done.elapsed, status=200)
+    state.attempts.append(attempt)
+    total = decision.clock.now() - state.start
+    return CallOutcome(done.result, admitted.source, tuple(state.attempts), total, state.queue_wait)
+
+
+def _without(sources: CallSources, name: str) -> CallSources:
+    """The call's sources for a hedge's pick: a copy, the raced attempt's source ``name`` out."""
+    return dataclasses.replace(
+        sources,
+        excluded={*sources.excluded, name},
+        failures=dict(sources.failures),
+        revisit=dict(sources.revisit),
+        set_aside=set(sources.set_aside),
+    )
