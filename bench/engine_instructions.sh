@@ -47,9 +47,11 @@ total() {  # TREE CALLS -> callgrind's total instructions of the client process
   pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
   sed -n "s/^==$pid== Collected : //p" "$out/log"
 }
+label=$lane
+if [[ "$upstream" == mock ]]; then label="$lane (mock)"; fi
 for tree in "$@"; do
   few=$(total "$tree" 200)
   many=$(total "$tree" 1200)
-  echo "$tree c=$concurrency lane=$lane${upstream/#http*/}: $(( (many - few) / 1000 )) instructions per call"
+  echo "$tree c=$concurrency lane=$label: $(( (many - few) / 1000 )) instructions per call"
 done
 rm -rf "$out"
