@@ -175,7 +175,7 @@ async def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> 
     gateway = Gateway(engine, {})  # called in-process: what it routes needs no socket
     try:
         assert gateway.status is None
-        assert "/status" not in gateway._routes
+        assert "/status" not in gateway.router.routes
         for path in ("/status", "/status.json"):
             assert (await call(gateway, "GET", path)).status == 404
     finally:

@@ -220,6 +220,6 @@ def test_healthz_counts_calls_draining_on_the_previous_config(tmp_path: Path) ->
     composer = Composer(tmp_path)
     old = composer.generation(loaded.config, loaded.environ, ConfigId(1, loaded.hash)).gateway
     new = composer.generation(loaded.config, loaded.environ, ConfigId(2, loaded.hash)).gateway
-    with old._counted():
+    with old.calls:
         assert new.in_flight == 1
     assert new.in_flight == 0

@@ -36,7 +36,7 @@ from laneway.engine.gateway import Engine
 from laneway.metrics import Metrics
 from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
-from laneway.server.app import CallsInFlight
+from laneway.server.context import CallsInFlight
 from laneway.server.health import ConfigId
 from laneway.server.limits import key_limits, stores_keys
 from laneway.server.protocol import CONNECTIONS
