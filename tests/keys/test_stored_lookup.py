@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.http import AiohttpTransport
-from laneway.server import Gateway
 from laneway.server.stored_keys import StoredKeys
 from laneway.sim import RunningSim
 from laneway.state.keys.databases import open_key_store
@@ -38,7 +38,7 @@ def served(sim: RunningSim, tmp_path: Path) -> Iterator[RunningGateway]:
     engine = build_engine(settings, {}, transport=AiohttpTransport())
     store = open_key_store(str(tmp_path / "keys.sqlite3"), tmp_path)
     stored = StoredKeys(store, list(engine.lanes), {}, poll=0.05)
-    with serve_app(Gateway(engine, {}, stored=stored)) as running:
+    with serve_app(gateway_over(engine, {}, stored=stored)) as running:
         yield running
 
 

@@ -24,6 +24,7 @@ import orjson
 from laneway import Laneway
 from laneway.accounting.pricer import Pricer
 from laneway.app import assemble
+from laneway.app.gateway import gateway_over
 from laneway.clocks import VirtualClock
 from laneway.core.errors import CallFailed
 from laneway.core.records import CallRecord
@@ -31,7 +32,6 @@ from laneway.core.transport import HttpRequest
 from laneway.core.types import Attempt, Usage
 from laneway.http.asgi import AsgiTransport
 from laneway.metrics import Metrics
-from laneway.server import Gateway
 from laneway.server.access_log import AccessLog
 from laneway.sim import create_app
 from tests.oracle import sdk
@@ -142,7 +142,7 @@ class Bench:
             access_log=lambda cost: AccessLog(cost, log),
         )
         draws = built.engine.loop.rng = Draws(case.seed, upstream)
-        client = AsgiTransport(Gateway(built.engine, {}, metrics=built.metrics))
+        client = AsgiTransport(gateway_over(built.engine, {}, metrics=built.metrics))
         calls: list[Call] = []
 
         async def send(headers: dict[str, str]) -> tuple[int, dict[str, str]]:

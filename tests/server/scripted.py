@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
-from laneway.server import Gateway
 from tests.server.support import Records, RunningGateway, serve_app
 
 TEXT = "Paris is the capital."
@@ -198,5 +198,5 @@ def serve_scripted(
     )
     env = dict(environ or {})
     engine = build_engine(settings, env, transport=MockTransport(upstream), observers=[records])
-    with serve_app(Gateway(engine, env)) as running:
+    with serve_app(gateway_over(engine, env)) as running:
         yield Scripted(running, upstream, records)

@@ -18,6 +18,7 @@ import aiohttp
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallObserver, CallRecord
 from laneway.http import AiohttpTransport
@@ -66,7 +67,7 @@ def serve_gateway(
     """Serve ``settings`` on 127.0.0.1 and a free port until the block ends."""
     env = dict(environ or {})
     engine = build_engine(settings, env, transport=AiohttpTransport(), observers=observers)
-    with serve_app(Gateway(engine, env), connection_limits(settings.server)) as running:
+    with serve_app(gateway_over(engine, env), connection_limits(settings.server)) as running:
         yield running
 
 

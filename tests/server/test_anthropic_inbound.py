@@ -19,11 +19,11 @@ import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.cli.serve import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
-from laneway.server import Gateway
 from laneway.sim import RunningSim
 from laneway.sim._anthropic import SIGNATURE
 from tests.helpers import unique_spec
@@ -330,7 +330,7 @@ async def test_an_unexpected_exception_is_a_500_in_anthropic_shape() -> None:
     )
     with contextlib.redirect_stderr(io.StringIO()):
         answer = await call(
-            Gateway(engine, {}), "POST", "/v1/messages", body, [(b"x-request-id", b"r-9")]
+            gateway_over(engine, {}), "POST", "/v1/messages", body, [(b"x-request-id", b"r-9")]
         )
     await engine.aclose()
     assert answer.status == 500

@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig, ServerConfig
 from laneway.http.asgi import AsgiTransport
-from laneway.server import Gateway
 from laneway.server.asgi import Receive, Scope, Send
 from laneway.server.protocol import CONNECTIONS, REFUSAL
 from laneway.server.run import MAX_CONNECTIONS_CEILING, connection_limits
@@ -259,7 +259,7 @@ class HeldUpstream:
 def held_gateway(settings: LanewayConfig, upstream: HeldUpstream) -> Iterator[RunningGateway]:
     """``serve_gateway`` of ``settings``, its upstream ``upstream``."""
     engine = build_engine(settings, {}, transport=AsgiTransport(upstream))
-    with serve_app(Gateway(engine, {}), connection_limits(settings.server)) as running:
+    with serve_app(gateway_over(engine, {}), connection_limits(settings.server)) as running:
         yield running
 
 

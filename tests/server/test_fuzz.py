@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
@@ -88,7 +89,7 @@ def gateway() -> Iterator[tuple[asyncio.Runner, Gateway]]:
     metrics = Metrics()
     engine = build_engine(config, {}, transport=MockTransport(upstream), observers=[metrics])
     with asyncio.Runner() as runner:
-        yield runner, Gateway(engine, {}, metrics=metrics)
+        yield runner, gateway_over(engine, {}, metrics=metrics)
         runner.run(engine.aclose())
 
 

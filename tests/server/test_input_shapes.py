@@ -19,13 +19,13 @@ import orjson
 import pytest
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import RequestInvalid
 from laneway.core.shapes import MAX_DEPTH, check_depth, check_messages
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
 from laneway.metrics import Metrics, render_metrics
-from laneway.server import Gateway
 from laneway.sim import RunningSim
 from tests.server.asgi_driver import call
 from tests.server.support import HELLO, RunningGateway, config, post, serve_gateway, source
@@ -125,7 +125,7 @@ async def test_an_unexpected_exception_is_an_openai_500_with_its_traces(caplog) 
     engine = build_engine(
         settings, {}, transport=MockTransport(broken_upstream), observers=[metrics, kept]
     )
-    gateway = Gateway(engine, {}, metrics=metrics)
+    gateway = gateway_over(engine, {}, metrics=metrics)
     body = orjson.dumps({"model": "chat", "messages": HELLO})
     with caplog.at_level(logging.ERROR, logger="laneway.server"):
         path = "/v1/chat/completions"

@@ -15,12 +15,11 @@ import aiohttp
 import pytest
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over, key_limits
 from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
 from laneway.http import AiohttpTransport
 from laneway.policy.budget import periods
-from laneway.server import Gateway
-from laneway.server.limits import key_limits
 from laneway.sim import RunningSim
 from laneway.state.keys.redis_ledger import RedisKeyLedger
 from tests.helpers import unique_spec
@@ -57,7 +56,7 @@ def replicas(
             engine = build_engine(settings, {}, transport=AiohttpTransport())
             ledger = RedisKeyLedger.from_url(REDIS_URL, SystemClock(), prefix=prefix, timeout=5)
             limits = key_limits(settings, engine.clock, ledger=ledger)
-            running.append(stack.enter_context(serve_app(Gateway(engine, {}, limits=limits))))
+            running.append(stack.enter_context(serve_app(gateway_over(engine, {}, limits=limits))))
         yield running
 
 

@@ -17,13 +17,12 @@ from typing import Any
 import aiohttp
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over, key_limits
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import FakeClock
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
 from laneway.policy.budget import periods
-from laneway.server import Gateway
-from laneway.server.limits import key_limits
 from laneway.sim import RunningSim
 from laneway.state.keys.fallback import FallbackKeyLedger
 from laneway.state.keys.redis_ledger import RedisKeyLedger
@@ -52,7 +51,7 @@ def replicas(settings: LanewayConfig, url: str, clock: FakeClock, prefix: str) -
             shared = RedisKeyLedger.from_url(url, clock, prefix=prefix, timeout=2.0)
             ledger = FallbackKeyLedger(shared, clock, timeout=2.0, retry_every=1.0)
             limits = key_limits(settings, engine.clock, ledger=ledger)
-            gateway = Gateway(engine, {}, metrics=Metrics(), limits=limits)
+            gateway = gateway_over(engine, {}, metrics=Metrics(), limits=limits)
             running.append(stack.enter_context(serve_app(gateway)))
         yield running
 

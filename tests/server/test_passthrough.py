@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
@@ -56,7 +57,7 @@ def gateway(upstream: Upstream, **lane: Any) -> Gateway:
     settings = LanewayConfig.model_validate(
         {"lanes": {"chat": {"sources": [source("ok")], **lane}}}
     )
-    return Gateway(build_engine(settings, {}, transport=MockTransport(upstream)), {})
+    return gateway_over(build_engine(settings, {}, transport=MockTransport(upstream)), {})
 
 
 async def post(gw: Gateway, body: bytes) -> Answer:

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
@@ -54,7 +55,7 @@ def gateway(upstream: Upstream) -> Gateway:
     source: dict[str, Any] = {"provider": "anthropic", "model": "claude-x", "max_tokens": 1024}
     source["base_url"] = "http://127.0.0.1:9/v1"
     settings = LanewayConfig.model_validate({"lanes": {"claude": {"sources": [source]}}})
-    return Gateway(build_engine(settings, {}, transport=MockTransport(upstream)), {})
+    return gateway_over(build_engine(settings, {}, transport=MockTransport(upstream)), {})
 
 
 async def post(gw: Gateway, body: dict[str, Any] | bytes) -> Answer:

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.chaos.asking import StreamedAnswer, StreamReading, request_body
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest
 from laneway.http.asgi import AsgiTransport
-from laneway.server import Gateway
 from tests.virtual import VirtualSim
 
 GRAIN = 6
@@ -40,7 +40,7 @@ class VirtualGateway:
         env = dict(environ or {})
         self.clock = vsim.clock
         engine = build_engine(settings, env, transport=vsim.transport, clock=vsim.clock)
-        self.gateway = Gateway(engine, env)
+        self.gateway = gateway_over(engine, env)
         self.client = AsgiTransport(self.gateway)
 
     async def ask(self, model: str, origin: float) -> StreamedAnswer:

@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.http import AiohttpTransport
 from laneway.metrics import Metrics
-from laneway.server import Gateway
 from tests.server.support import HELLO, RunningGateway, serve_app
 
 
@@ -31,7 +31,7 @@ def serve_status(
     env = dict(environ or {})
     metrics = metrics or priced_metrics()
     engine = build_engine(settings, env, transport=AiohttpTransport(), observers=[metrics])
-    with serve_app(Gateway(engine, env, metrics=metrics)) as running:
+    with serve_app(gateway_over(engine, env, metrics=metrics)) as running:
         yield running
 
 

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.http import AiohttpTransport
-from laneway.server import Gateway
 from laneway.server.status import refresh_seconds
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
@@ -172,7 +172,7 @@ async def test_streams_report_time_to_first_token(gw, http) -> None:
 async def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> None:
     lanes = {"l": {"sources": [source(sim, unique_spec(""))]}}
     engine = build_engine(config(lanes), {}, transport=AiohttpTransport())
-    gateway = Gateway(engine, {})  # called in-process: what it routes needs no socket
+    gateway = gateway_over(engine, {})  # called in-process: what it routes needs no socket
     try:
         assert gateway.status is None
         assert "/status" not in gateway.router.routes

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport
@@ -75,7 +76,7 @@ def gateway(body: bytes, vector: str | None = None, **lane: Any) -> Gateway:
         }
     )
     transport = MockTransport(Upstream(body, vector))
-    return Gateway(build_engine(settings, {}, transport=transport), {})
+    return gateway_over(build_engine(settings, {}, transport=transport), {})
 
 
 async def embed(gw: Gateway, count: int) -> tuple[int, bytes]:

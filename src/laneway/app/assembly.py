@@ -21,6 +21,7 @@ from pathlib import Path
 from laneway.accounting.pricer import Pricer
 from laneway.app.engine import build_engine
 from laneway.app.feed import RecordFeed
+from laneway.app.pricing import pricer_for
 from laneway.cache import CacheStore
 from laneway.config.models import LanewayConfig
 from laneway.config.secrets import redactor_for
@@ -78,7 +79,7 @@ def assemble(
     they are made, for the process's own figures, but count no call.
     """
     redactor = redactor_for(config, environ)
-    pricer = Pricer.for_lanes(config.lanes)
+    pricer = pricer_for(config)
     folder = telemetry_dir(config, base_dir)
     writer = None if folder is None else writer_for(config.telemetry, folder, pricer.cost, redactor)
     metrics = Metrics(pricer.cost, None if share is None else SharedFolder(share))
@@ -122,3 +123,9 @@ def telemetry_dir(config: LanewayConfig, base_dir: Path | None) -> Path | None:
     if base_dir is not None:
         return base_dir
     return Path.cwd() if "telemetry" in config.model_fields_set else None
+
+
+def snapshot_metrics(share: Path, pid: int) -> Metrics:
+    """Metrics that no call passes through, shared as snapshots in ``share`` under ``pid``:
+    the ``--workers`` supervisor's count of reloads, which every worker's scrape adds."""
+    return Metrics(share=SharedFolder(share, pid=pid))

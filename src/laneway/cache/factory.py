@@ -23,17 +23,26 @@ def open_cache(url: str | None, base_dir: Path | None) -> CacheStore:
     or, when the config came from no file (``base_dir`` is ``None``), a
     private in-memory SQLite database.
     """
-    if url is None:
-        return SqliteCacheStore(MEMORY if base_dir is None else base_dir / DEFAULT_FILE)
-    scheme = urlsplit(url).scheme
-    if scheme in REDIS_SCHEMES:
+    if url is not None and urlsplit(url).scheme in REDIS_SCHEMES:
         require("redis", "cache.url (Redis)")
         from laneway.cache.redis_cache import RedisCacheStore
 
         return RedisCacheStore.from_url(url)
-    if url == MEMORY:
-        return SqliteCacheStore(MEMORY)
+    path = sqlite_cache_path(url, base_dir)
+    return SqliteCacheStore(MEMORY if path is None else path)
+
+
+def sqlite_cache_path(url: str | None, base_dir: Path | None) -> Path | None:
+    """The SQLite file ``url`` names (see ``open_cache``), or ``None`` when the cache is kept
+    in memory or on Redis: what ``laneway serve`` checks it can write, without opening it."""
+    if url is None:
+        return None if base_dir is None else base_dir / DEFAULT_FILE
+    scheme = urlsplit(url).scheme
+    if scheme in REDIS_SCHEMES or url == MEMORY:
+        return None
     path = Path(url.removeprefix("sqlite://")) if scheme == "sqlite" else Path(url)
+    if str(path) == MEMORY:
+        return None
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
-    return SqliteCacheStore(path)
+    return path

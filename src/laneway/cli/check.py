@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
 from laneway.app import build_lane
+from laneway.app.pricing import pricer_for
 from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.cli.check_walk import failing_walks as failing_walks  # tests/oracle reads it here
 from laneway.cli.check_walk import unreached_warnings, walk_notes
@@ -302,7 +303,7 @@ def price_report(config: LanewayConfig, now: float) -> tuple[list[str], list[str
     turns that into an error. A budgeted key will be refused on a lane with
     an unpriced source (unless ``allow_unpriced``): each such pair is a warning.
     """
-    pricer = Pricer.for_lanes(config.lanes)
+    pricer = pricer_for(config)
     lines: list[str] = []
     errors: list[str] = []
     for lane, source in pricer.entries:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from laneway.accounting.pricer import Pricer
 from laneway.app import ObserverFactory, assemble, build_engine, open_transport
 from laneway.app.carry import carry_states
+from laneway.app.gateway import key_limits
 from laneway.cache import CacheStore, GuardedCache
 from laneway.config.models import LanewayConfig
 from laneway.config.secrets import configured_secrets, secret_patterns
@@ -38,7 +39,7 @@ from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.context import CallsInFlight
 from laneway.server.health import ConfigId
-from laneway.server.limits import key_limits, stores_keys
+from laneway.server.limits import stores_keys
 from laneway.server.protocol import CONNECTIONS
 from laneway.server.reload import Closable, Generation
 from laneway.state import MemoryStore, SourceStore

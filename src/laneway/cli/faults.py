@@ -24,6 +24,7 @@ import aiohttp
 import uvicorn
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.chaos.asking import ask
 from laneway.chaos.fault_report import RowResult
 from laneway.chaos.fault_run import Report, row_runner, run_rows
@@ -92,7 +93,7 @@ def _gateway(
     half_life = HealthPolicy().half_life * scale
     for lane in engine.lanes.values():
         lane.health = HealthPolicy(half_life=half_life)
-    return Gateway(engine, {})
+    return gateway_over(engine, {})
 
 
 @asynccontextmanager

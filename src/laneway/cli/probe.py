@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from laneway.accounting import Pricer
 from laneway.app import build_engine, open_transport
+from laneway.app.pricing import pricer_for
 from laneway.cli._wire import (
     RecordedExchange,
     RecordingTransport,
@@ -177,7 +177,7 @@ def _usage_lines(
 def _cost_lines(config: LanewayConfig, record: CallRecord | None, outcome: Outcome) -> list[str]:
     if record is None or outcome.error:
         return ["cost: not computed (the call failed)"]
-    pricer = Pricer.for_lanes(config.lanes)
+    pricer = pricer_for(config)
     cost = pricer.cost(record)
     rate = pricer.rate(record.lane, record.source, record.time)
     origin = rate.origin if rate is not None else "no price for this source (set price: on it)"

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from laneway.app.assembly import snapshot_metrics
 from laneway.cli.compose import Composer
 from laneway.cli.loaded import Bind, LoadedConfig
 from laneway.cli.reloading import (
@@ -81,6 +82,7 @@ class Served:
             configs=WorkerConfigs(self._share),
             status=self.status,
             initial=self.state,
+            metrics=snapshot_metrics(self._share, os.getpid()),
         )
 
     def started(self, url: str, workers: int) -> None:

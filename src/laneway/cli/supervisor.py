@@ -34,7 +34,7 @@ from laneway.cli.forking import ForkedWorker, preload
 from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config
 from laneway.cli.reloading import WorkerConfigs
 from laneway.cli.rundir import ServerStatus, StatusFile
-from laneway.metrics import Metrics, SharedFolder
+from laneway.metrics import Metrics
 from laneway.server.protocol import LimitedConfig
 
 log = logging.getLogger("laneway.serve")
@@ -70,6 +70,7 @@ class Supervisor(Multiprocess):
         configs: WorkerConfigs,
         status: StatusFile,
         initial: ServerStatus,
+        metrics: Metrics,
     ) -> None:
         super().__init__(config, sockets)
         self.path = first.path
@@ -79,7 +80,7 @@ class Supervisor(Multiprocess):
         self.state = initial
         self.generation = 1
         self.pending: _Pending | None = None
-        self.metrics = Metrics(share=SharedFolder(configs.folder.parent, pid=os.getpid()))
+        self.metrics = metrics
         self.providers = {s.provider for lane in first.config.lanes.values() for s in lane.sources}
         configs.publish(1, first)
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from laneway.cache.factory import open_cache
-from laneway.cache.sqlite import SqliteCacheStore
+from laneway.cache.factory import sqlite_cache_path
 from laneway.config.models import LanewayConfig
 from laneway.telemetry import SqliteTelemetryStore, store_for_url
 
@@ -35,9 +34,9 @@ def unwritable(config: LanewayConfig, base_dir: Path) -> list[str]:
             (folder / "laneway-telemetry.spool", "the telemetry spool", "telemetry.spool_dir")
         )
     if any(lane.cache is not None for lane in config.lanes.values()):
-        cache = open_cache(config.cache.url, base_dir)
-        if isinstance(cache, SqliteCacheStore) and cache.path != ":memory:":
-            wanted.append((Path(cache.path), "the response cache", "cache.url"))
+        cache = sqlite_cache_path(config.cache.url, base_dir)
+        if cache is not None:
+            wanted.append((cache, "the response cache", "cache.url"))
     problems = []
     for path, what, setting in wanted:
         reason = why_unwritable(path)

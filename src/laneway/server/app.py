@@ -59,7 +59,7 @@ from laneway.server.errors import Refused
 from laneway.server.health import ConfigId, lane_states
 from laneway.server.keys import KeyRing
 from laneway.server.lifespan import Lifecycle
-from laneway.server.limits import KeyLimits, key_limits
+from laneway.server.limits import KeyLimits, limits_keys
 from laneway.server.parts import GatewayParts
 from laneway.server.protocol import DEPARTURE
 from laneway.server.request_ids import REQUEST_ID_RULE, request_id, tagging_send
@@ -85,6 +85,8 @@ class Gateway:
 
     ``metrics`` (also an observer of ``engine``) enables ``GET /metrics``;
     ``telemetry`` (also an observer) is started and flushed by the lifespan.
+    ``limits`` are the keys' limits, made by ``laneway.app`` (``gateway_over``):
+    a config whose keys have limits is refused without them.
     ``in_flight`` counts engine calls running now (``GET /healthz`` reports it);
     ``calls`` is the count to add to, shared by the gateways of successive
     configs (``server.reload``) so it covers calls draining on an old one.
@@ -110,11 +112,11 @@ class Gateway:
         self.telemetry = telemetry
         self.calls = calls or CallsInFlight()
         self.keys = KeyRing(config.server.keys, list(engine.lanes), environ, config.aliases, stored)
-        self.limits = limits if limits is not None else key_limits(config, engine.clock)
-        if metrics is not None and self.limits is not None:
-            metrics.watch_key_refusals(self.limits.refusals)
-            if isinstance(self.limits.ledger, KeyLedgerReport):  # shared through Redis
-                metrics.watch_key_ledger(self.limits.ledger)
+        if limits is None and limits_keys(config):
+            raise ValueError("keys with limits need KeyLimits: laneway.app makes them")
+        self.limits = limits
+        if metrics is not None and limits is not None:
+            _watch_limits(metrics, limits)
         self.states = lane_states(engine.lanes, config.fallback_chain)
         self.redactor = engine.redactor
         self.config_id = config_id
@@ -218,3 +220,10 @@ class Gateway:
     async def close(self) -> None:
         """Close the engine, the key ledger and the key store (``Lifecycle.close``)."""
         await self.lifecycle.close()
+
+
+def _watch_limits(metrics: Metrics, limits: KeyLimits) -> None:
+    """Count the keys' refusals on ``/metrics``, and the ledger's state when shared (Redis)."""
+    metrics.watch_key_refusals(limits.refusals)
+    if isinstance(limits.ledger, KeyLedgerReport):
+        metrics.watch_key_ledger(limits.ledger)

@@ -37,8 +37,7 @@ from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
 from laneway.server.key_terms import KeyTerms, SpentBefore, carried_spend, config_terms
-from laneway.server.limit_refusals import budgeted, chain_unpriced, refused, unpriced_message
-from laneway.state.keys import open_key_ledger
+from laneway.server.limit_refusals import chain_unpriced, refused, unpriced_message
 from laneway.state.keys.ledger import KeyAsk, KeyGrant, KeyLedger, KeyRefusal
 from laneway.state.keys.memory import MemoryKeyLedger
 
@@ -347,6 +346,12 @@ def stores_keys(config: LanewayConfig) -> bool:
     return config.server.key_store is not None or bool(config.server.admin_keys)
 
 
+def limits_keys(config: LanewayConfig) -> bool:
+    """True when a call may meet a key's limits: a configured key has one, or there is a key
+    store (whose keys may have them). ``laneway.app`` then builds the ``KeyLimits``."""
+    return stores_keys(config) or any(key.limited for key in config.server.keys)
+
+
 def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
     """Prompt tokens estimated from the text, completion tokens from ``max_tokens`` (else 0)."""
     if isinstance(request, EmbedRequest):
@@ -355,42 +360,3 @@ def _estimated_usage(request: ChatRequest | EmbedRequest) -> Usage:
     completion = limit if isinstance(limit, int) else 0
     prompt = max(request_tokens(request) - completion, 0)
     return Usage(prompt_tokens=prompt, completion_tokens=completion, source="estimated")
-
-
-def key_limits(
-    config: LanewayConfig,
-    clock: TimeSource,
-    *,
-    pricer: Pricer | None = None,
-    ledger: KeyLedger | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> KeyLimits | None:
-    """The limits of the config's keys; ``None`` when no key has any and there is no key
-    store (whose keys may have limits).
-
-    The figures go to ``ledger``, by default the state store of ``state.url``.
-    Prices are resolved here (``Pricer.for_lanes``) when a key has a budget
-    and no ``pricer`` was given. With ``environ`` (the serving process's), budget
-    alerts are sent as ``server.alerts`` says.
-    """
-    limited = [key for key in config.server.keys if key.limited]
-    stored = stores_keys(config)
-    if not limited and not stored:
-        return None
-    if pricer is None and (stored or any(budgeted(key) for key in limited)):
-        from laneway.accounting.pricer import Pricer
-
-        pricer = Pricer.for_lanes(config.lanes)
-    if ledger is None:
-        state = config.state
-        ledger = open_key_ledger(
-            state.url, clock, fallback_share=state.fallback_share, timeout=state.timeout
-        )
-    lanes = {name: (lane.kind, lane.source_names()) for name, lane in config.lanes.items()}
-    chains = {name: config.fallback_chain(name) for name in config.lanes}
-    alerts = None
-    if environ is not None:
-        from laneway.server.budget_alerts import budget_alerts
-
-        alerts = budget_alerts(config, environ, ledger, clock)
-    return KeyLimits(limited, lanes, ledger, clock, pricer, chains, alerts)
