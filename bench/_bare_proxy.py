@@ -95,7 +95,7 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 def main() -> None:
-    """Serve with the uvicorn settings ``laneway serve`` uses (``laneway.server.run``)."""
+    """Serve with the uvicorn settings ``laneway serve`` uses (``laneway.serving.settings``)."""
     port, upstream = int(sys.argv[1]), sys.argv[2]
     uvicorn.run(
         BareProxy(upstream),

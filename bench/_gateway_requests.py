@@ -38,11 +38,10 @@ import aiohttp
 import orjson
 import uvloop
 
-from laneway.cli.compose import build_gateway
+from _serving_entry import build_gateway, uvicorn_config
 from laneway.cli.serve import config_dir
 from laneway.config.load import load_config
 from laneway.server.prompt import PromptServer
-from laneway.server.run import uvicorn_config
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 WARM_UP = 50

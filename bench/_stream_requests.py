@@ -32,11 +32,10 @@ import uvicorn
 import uvloop
 
 from _bare_proxy import BareProxy
-from laneway.cli.compose import build_gateway
+from _serving_entry import build_gateway, uvicorn_config
 from laneway.cli.serve import config_dir
 from laneway.config.load import load_config
 from laneway.server.prompt import PromptServer
-from laneway.server.run import uvicorn_config
 
 BODY = orjson.dumps(
     {"model": "gw", "messages": [{"role": "user", "content": "Tell me a story."}], "stream": True}

@@ -18,7 +18,8 @@ import aiohttp
 import yaml
 
 from laneway import Laneway
-from laneway.cli.serve import build_gateway, config_dir
+from laneway.app.composer import build_gateway
+from laneway.cli.serve import config_dir
 from laneway.config.load import load_config
 from laneway.sim import RunningSim
 from tests.helpers import sim_url, unique_spec

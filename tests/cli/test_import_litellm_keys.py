@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 import yaml
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.cli.import_keys import shown, store_setting
 from laneway.cli.main import main
 from laneway.config import parse_config

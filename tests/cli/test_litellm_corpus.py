@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.cli.importer import render_translation
 from laneway.cli.main import main
 from laneway.config import parse_config

@@ -30,7 +30,7 @@ OPTIONAL = (
     "laneway.server.anthropic_messages",  # inbound dialects: at their first call
     "laneway.server.responses_api",
     "laneway.server.status_html",  # the status page: at its first view
-    "laneway.cli.supervisor",  # --workers 2 and more
+    "laneway.serving.supervisor",  # --workers 2 and more
 )
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from laneway.app.checks import bind_refusal
 from laneway.cli import serve
 from laneway.config.load import parse_config
 
@@ -54,7 +55,7 @@ def test_the_command_is_laneway_serve_and_may_bind_every_interface() -> None:
     args = serve.parser().parse_args(command[1:])
     config = parse_config(mounted_config().read_text())
     assert config.server.keys, "a gateway on 0.0.0.0 needs server.keys"
-    assert serve.bind_refusal(args.host, keyed=True, insecure=args.insecure) is None
+    assert bind_refusal(args.host, keyed=True, insecure=args.insecure) is None
     assert f"{args.port}:{args.port}" in gateway()["ports"]
 
 

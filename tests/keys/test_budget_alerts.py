@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.core.clock import FakeClock
 from laneway.policy.budget import BudgetCap
 from laneway.server.budget_alerts import ATTEMPTS, BudgetAlerts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.config.models import KeyConfig
 from laneway.sim import RunningSim
 from laneway.state.keys.databases import DEFAULT_PATH, open_key_store

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.server.stored_keys import StoredKeys
 from laneway.sim import RunningSim
 from laneway.state.keys.records import AuditEntry, Digest, KeyRecord

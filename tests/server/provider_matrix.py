@@ -30,7 +30,7 @@ import orjson
 from anthropic import Anthropic
 from openai import OpenAI
 
-from laneway.cli.serve import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.sim import RunningSim, start_in_thread
 from tests.helpers import unique_spec

@@ -22,10 +22,10 @@ from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallObserver, CallRecord
 from laneway.http import AiohttpTransport
-from laneway.server import Gateway, uvicorn_config
+from laneway.server import Gateway
 from laneway.server.prompt import PromptServer
 from laneway.server.protocol import ConnectionLimits
-from laneway.server.run import connection_limits
+from laneway.serving.settings import connection_limits, uvicorn_config
 from laneway.sim import RunningSim
 from tests.helpers import sim_url
 

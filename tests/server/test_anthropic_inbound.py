@@ -19,8 +19,8 @@ import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
 from laneway.app import build_engine
+from laneway.app.composer import build_gateway
 from laneway.app.gateway import gateway_over
-from laneway.cli.serve import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse
 from laneway.http import MockTransport

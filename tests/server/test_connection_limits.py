@@ -22,7 +22,7 @@ from laneway.config.models import LanewayConfig, ServerConfig
 from laneway.http.asgi import AsgiTransport
 from laneway.server.asgi import Receive, Scope, Send
 from laneway.server.protocol import CONNECTIONS, REFUSAL
-from laneway.server.run import MAX_CONNECTIONS_CEILING, connection_limits
+from laneway.serving.settings import MAX_CONNECTIONS_CEILING, connection_limits
 from laneway.sim import RunningSim, create_app
 from tests.helpers import unique_spec
 from tests.server.support import (

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from openai import OpenAI
 
+from laneway.app.checks import bind_refusal
 from laneway.cli import serve
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
@@ -99,15 +100,15 @@ def test_openai_sdk_sends_its_key_as_bearer(gw) -> None:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.1", "::1", "localhost"])
 def test_loopback_binds_are_allowed_without_keys(host: str) -> None:
-    assert serve.bind_refusal(host, keyed=False, insecure=False) is None
+    assert bind_refusal(host, keyed=False, insecure=False) is None
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "gateway.example.com"])
 def test_open_gateway_refuses_other_binds_unless_insecure_or_keyed(host: str) -> None:
-    refusal = serve.bind_refusal(host, keyed=False, insecure=False)
+    refusal = bind_refusal(host, keyed=False, insecure=False)
     assert refusal is not None and "--insecure" in refusal and "server.keys" in refusal
-    assert serve.bind_refusal(host, keyed=False, insecure=True) is None
-    assert serve.bind_refusal(host, keyed=True, insecure=False) is None
+    assert bind_refusal(host, keyed=False, insecure=True) is None
+    assert bind_refusal(host, keyed=True, insecure=False) is None
 
 
 def test_serve_exits_with_a_message_on_a_refused_bind(tmp_path, capsys) -> None:

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import aiohttp
 
+from laneway.app.composer import build_gateway
 from laneway.app.feed import RecordFeed
-from laneway.cli.loaded import restart_only_changes
-from laneway.cli.serve import banner, build_gateway
+from laneway.cli.banner import banner
 from laneway.metrics import Metrics
+from laneway.serving.reloader import restart_only_changes
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.server.support import HELLO, config, post, serve_app, source

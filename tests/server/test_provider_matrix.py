@@ -15,7 +15,7 @@ import pytest
 from anthropic import Anthropic
 from openai import OpenAI
 
-from laneway.cli.serve import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec

@@ -23,9 +23,9 @@ import orjson
 
 from laneway.cli import serve, spend
 from laneway.cli.demo import PNG_1X1, write_demo_config
-from laneway.cli.loaded import read_config
-from laneway.cli.reloading import WorkerConfigs
+from laneway.config.loaded import read_config
 from laneway.metrics import SHARE_DIR_ENV
+from laneway.serving.published import WorkerConfigs
 from laneway.telemetry import SqliteTelemetryStore
 from tests.helpers import hits, release, sim_url, unique_spec, until
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from uvicorn.config import Config
 
-from laneway.cli import forking
+from laneway.serving import forking
 from laneway.sim import RunningSim
 from tests.server.test_serve_cli import HELLO, call, laneway_serve
 from tests.server.test_serve_signals import wait_until_serving

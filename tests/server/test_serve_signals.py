@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.serving.rundir import ServerStatus, StatusFile
 from laneway.sim import RunningSim
 from tests.helpers import hits, release, sim_url, unique_spec, until
 from tests.server.support import CLOCK_GRAIN

@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from laneway.app.composer import build_gateway
 from laneway.cli.demo import PNG_1X1
-from laneway.cli.serve import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec

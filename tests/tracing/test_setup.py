@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 
+from laneway.app.composer import build_gateway
 from laneway.app.feed import RecordFeed
-from laneway.cli.serve import build_gateway
 from laneway.core.errors import ConfigError
 from laneway.server import Gateway
 from laneway.sim import RunningSim

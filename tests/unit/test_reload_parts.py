@@ -13,16 +13,18 @@ from pydantic import ValidationError
 from laneway.accounting.pricer import Pricer
 from laneway.app import build_lanes
 from laneway.app.carry import carry_states
-from laneway.cli.compose import Composer
-from laneway.cli.loaded import Bind, check_config, read_config, restart_only_changes
-from laneway.cli.rundir import ServerStatus, StatusFile, running_servers
+from laneway.app.checks import Bind, check_config
+from laneway.app.composer import Composer
 from laneway.clocks import SystemClock
+from laneway.config.loaded import read_config
 from laneway.config.models import LanewayConfig, ServerConfig
 from laneway.core.errors import ConfigError
 from laneway.metrics import Metrics, SharedFolder
 from laneway.policy.pacer import Pacer
 from laneway.server.health import ConfigId
-from laneway.server.reload import Generation, ReloadingGateway
+from laneway.serving.generations import Generation, ReloadingGateway
+from laneway.serving.reloader import restart_only_changes
+from laneway.serving.rundir import ServerStatus, StatusFile, running_servers
 from laneway.state import Ask, MemoryStore
 
 

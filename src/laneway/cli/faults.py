@@ -31,7 +31,8 @@ from laneway.chaos.fault_run import Report, row_runner, run_rows
 from laneway.chaos.faults import lane_body
 from laneway.config.models import LanewayConfig
 from laneway.policy.health import HealthPolicy
-from laneway.server import Gateway, uvicorn_config
+from laneway.server import Gateway
+from laneway.serving.settings import uvicorn_config
 from laneway.sim import FAULTS, FaultScenario, Specs, refusing_port
 
 STARTUP_TIMEOUT = 10.0

@@ -140,10 +140,11 @@ def check(path: str, *, strict: bool = False, env_example: bool = False) -> int:
 
     ``env_example`` also writes ``.env.example`` beside the config.
     """
+    from laneway.app.checks import check_config
     from laneway.cli.check import env_example as example_env
     from laneway.cli.check import price_report, render
-    from laneway.cli.loaded import check_config, read_config
     from laneway.cli.writable import unwritable
+    from laneway.config.loaded import read_config
 
     try:
         loaded = read_config(Path(path))

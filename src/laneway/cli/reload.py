@@ -20,17 +20,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from laneway.cli.loaded import Bind, check_config, read_config
-from laneway.cli.rundir import (
+from laneway.app.checks import Bind, check_config
+from laneway.config.loaded import read_config
+from laneway.core.errors import ConfigError
+from laneway.core.processes import running
+from laneway.core.units import parse_duration
+from laneway.serving.rundir import (
     ServerStatus,
     StatusFile,
     read_pidfile,
     run_dir,
     running_servers,
 )
-from laneway.core.errors import ConfigError
-from laneway.core.processes import running
-from laneway.core.units import parse_duration
 
 DEFAULT_CONFIG = "laneway.yaml"
 POLL_SECONDS = 0.1

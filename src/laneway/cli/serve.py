@@ -1,15 +1,18 @@
 """``laneway serve``: serve the lanes, and reload their config on SIGHUP.
 
-The gateway is composed in ``compose`` (``Composer``): per process, what
-lives as long as it (transport, metrics, telemetry); per config, the engine
-and gateway, swapped on SIGHUP without dropping a call (``reloading``,
-``server.reload``). With ``--workers N`` each uvicorn worker builds its own
-from the config the supervisor checked and published (``worker_app``), since
+This is the command: its arguments, the checks before anything starts
+(config, bind, port, writable files), the banner, the pidfile. What serves
+is built by the composition root (``laneway.app.serving``: ``Served``, over
+``app.composer.Composer``, which makes each config's gateway) from the parts
+of ``laneway.serving``: the uvicorn settings, the generations swapped on
+SIGHUP without dropping a call, the reloader, and with ``--workers N`` the
+supervisor and its forked workers, each of which builds its own gateway from
+the config the supervisor checked and published (``worker_app``), since
 engines, connection pools and telemetry writers cannot cross processes; their
 metrics meet in a private folder the supervisor makes (``SHARE_DIR_ENV``), so
 any worker's ``/metrics`` reports them all. The server says who it is and how
-its last reload went in a status file in the run folder (``rundir``), which
-``laneway reload`` reads. The simulator is imported for ``--demo`` only.
+its last reload went in a status file in the run folder (``serving.rundir``),
+which ``laneway reload`` reads. The simulator is imported for ``--demo`` only.
 """
 
 from __future__ import annotations
@@ -22,37 +25,26 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from laneway.app import build_lanes
-from laneway.cli.compose import build_gateway
-from laneway.cli.loaded import (
-    Bind,
-    LoadedConfig,
-    bind_refusal,
-    check_config,
-    is_loopback,
-    read_config,
-)
-from laneway.cli.rundir import StatusFile, run_dir, write_pidfile
-from laneway.cli.served import Served, worker_gateway
+from laneway.app.checks import Bind, check_config
+from laneway.app.serving import Served, worker_gateway
+from laneway.cli.banner import banner
 from laneway.cli.writable import unwritable
-from laneway.config.models import LanewayConfig
+from laneway.config.loaded import LoadedConfig, read_config
 from laneway.core.errors import ConfigError
-from laneway.core.units import format_duration
 from laneway.metrics import SHARE_DIR_ENV
-from laneway.server import KeyRing, lane_states, uvicorn_config
 from laneway.server.access_log import LogFormat
 from laneway.server.prompt import PromptServer
-from laneway.server.protocol import ConnectionLimits, LimitedConfig
-from laneway.server.reload import ReloadingGateway
-from laneway.server.run import LOG_FORMAT, connection_limits, log_config
-from laneway.telemetry import SqliteTelemetryStore, store_for_url
-from laneway.tracing.setup import check_tracing, describe_tracing
+from laneway.server.protocol import LimitedConfig
+from laneway.serving.generations import ReloadingGateway
+from laneway.serving.rundir import StatusFile, run_dir, write_pidfile
+from laneway.serving.settings import LOG_FORMAT, connection_limits, log_config, uvicorn_config
+from laneway.tracing.setup import check_tracing
 
-__all__ = ["bind_refusal", "build_gateway", "is_loopback", "main", "worker_app"]
+__all__ = ["main", "worker_app"]
 
 DEFAULT_CONFIG = "laneway.yaml"
 BIND_ENV = "LANEWAY_SERVE_BIND"
@@ -150,60 +142,99 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class NotServing(Exception):
+    """``laneway serve`` does not start: why (printed as an error) and the exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
     """Load the config at ``path``, check the bind, print what will run, serve until stopped."""
+    try:
+        loaded = _loaded(args, path, demo=demo)
+        config = loaded.config
+        host = args.host or config.server.host
+        port = config.server.port if args.port is None else args.port
+        bind = Bind(host, args.insecure)
+        refusal = _refusal(args, bind, loaded) or bind_problem(host, port)
+        if refusal is not None:
+            raise NotServing(refusal, 2)
+        access: LogFormat | None = args.log_format if args.log_level in ("debug", "info") else None
+        served = Served(loaded, bind, access, StatusFile(run_dir(args.run_dir), os.getpid()))
+        settings = uvicorn_config(
+            _app(args, served, access),
+            host=host,
+            port=port,
+            drain_timeout=config.server.drain_timeout,
+            workers=args.workers,
+            limits=connection_limits(config.server, args.workers),
+            log_config=log_config(args.log_level.upper()),
+        )
+        sock = settings.bind_socket()
+        sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
+        url = _url(host, sock.getsockname()[1])
+        pidfile = _pidfile(args)
+    except NotServing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.status
+    served.started(url, args.workers)
+    clean_up = _clean_up(url, served, pidfile)
+    _clean_up_on_sigterm(clean_up)
+    where = config_dir(path)
+    text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
+    *lines, ready = text.splitlines()
+    print(stamped("\n".join([*lines, served.describe(), ready])), flush=True)
+    try:
+        _run(settings, sock, served)
+    finally:
+        clean_up()
+    return 0
+
+
+def _loaded(args: argparse.Namespace, path: Path, *, demo: bool) -> LoadedConfig:
+    """The config at ``path``, read, with the tracing the environment asks for checked."""
     if args.config is None and not demo and not path.exists():
-        print(f"error: no {DEFAULT_CONFIG} in this folder.\n{GET_A_CONFIG}", file=sys.stderr)
-        return 1
+        raise NotServing(f"no {DEFAULT_CONFIG} in this folder.\n{GET_A_CONFIG}", 1)
     try:
         loaded = read_config(path.absolute())
         check_tracing(os.environ)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    config = loaded.config
-    host = args.host or config.server.host
-    port = config.server.port if args.port is None else args.port
-    bind = Bind(host, args.insecure)
-    refusal = _refusal(args, bind, loaded) or bind_problem(host, port)
-    if refusal is not None:
-        print(f"error: {refusal}", file=sys.stderr)
-        return 2
-    access: LogFormat | None = args.log_format if args.log_level in ("debug", "info") else None
-    status = StatusFile(run_dir(args.run_dir), os.getpid())
-    served = Served(loaded, bind, access, status)
-    app: ReloadingGateway | str = WORKER_FACTORY
+        raise NotServing(str(exc), 1) from exc
+    return loaded
+
+
+def _app(
+    args: argparse.Namespace, served: Served, access: LogFormat | None
+) -> ReloadingGateway | str:
+    """One process's reloading gateway, or for ``--workers`` the factory each worker imports
+    (told the access log and the bind through the environment it inherits)."""
     if args.workers > 1:
         os.environ[ACCESS_LOG_ENV] = access or ""
-        os.environ[BIND_ENV] = f"{int(bind.insecure)}{bind.host}"
-    else:
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the loop answers it (startup)
-        try:
-            app = served.single_process()
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    settings = uvicorn_config(
-        app,
-        host=host,
-        port=port,
-        drain_timeout=config.server.drain_timeout,
-        workers=args.workers,
-        limits=connection_limits(config.server, args.workers),
-        log_config=log_config(args.log_level.upper()),
-    )
-    sock = settings.bind_socket()
-    sock.listen(settings.backlog)  # queue connections from now on, so "ready" is true
-    url = _url(host, sock.getsockname()[1])
+        os.environ[BIND_ENV] = f"{int(served.bind.insecure)}{served.bind.host}"
+        return WORKER_FACTORY
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the loop answers it (startup)
+    try:
+        return served.single_process()
+    except ConfigError as exc:
+        raise NotServing(str(exc), 1) from exc
+
+
+def _pidfile(args: argparse.Namespace) -> Path | None:
+    """``--pidfile``, written (``None`` without it)."""
     pidfile = None if args.pidfile is None else Path(args.pidfile)
     try:
         if pidfile is not None:
             write_pidfile(pidfile)
     except OSError as exc:
-        print(f"error: cannot write --pidfile {pidfile}: {exc.strerror}", file=sys.stderr)
-        return 1
-    served.started(url, args.workers)
+        raise NotServing(f"cannot write --pidfile {pidfile}: {exc.strerror}", 1) from exc
+    return pidfile
 
+
+def _clean_up(url: str, served: Served, pidfile: Path | None) -> Callable[[], None]:
+    """What ends a serve, once or more (SIGTERM, then the ``finally``): the stop line said
+    once, the status file and the workers' folder removed, the pidfile removed."""
     said = False
 
     def clean_up() -> None:
@@ -215,16 +246,7 @@ def serve(args: argparse.Namespace, path: Path, *, demo: bool = False) -> int:
         if pidfile is not None:
             pidfile.unlink(missing_ok=True)
 
-    _clean_up_on_sigterm(clean_up)
-    where = config_dir(path)
-    text = banner(config, loaded.environ, url, args.workers, where, demo=path if demo else None)
-    *lines, ready = text.splitlines()
-    print(stamped("\n".join([*lines, served.describe(), ready])), flush=True)
-    try:
-        _run(settings, sock, served)
-    finally:
-        clean_up()
-    return 0
+    return clean_up
 
 
 def stamped(text: str) -> str:
@@ -303,73 +325,6 @@ def worker_app() -> ReloadingGateway:
 def config_dir(path: Path) -> Path:
     """The folder of the config file at ``path`` (absolute; symlinks not followed)."""
     return path.absolute().parent
-
-
-def banner(
-    config: LanewayConfig,
-    environ: Mapping[str, str],
-    url: str,
-    workers: int,
-    base_dir: Path,
-    *,
-    demo: Path | None = None,
-) -> str:
-    """What ``laneway serve`` prints at start: URL, lanes' readiness, keys, where data goes.
-
-    ``demo`` is the path of the written demo config, when serving the demo.
-    """
-    keys = KeyRing(config.server.keys, list(config.lanes), environ, config.aliases)
-    states = lane_states(build_lanes(config, environ), config.fallback_chain)
-    access = "open (no server.keys; loopback only)" if keys.open else "bearer keys"
-    lines = [f"laneway serve: {url}/v1  ({workers} worker(s), {access})"]
-    width = max(len(state.name) for state in states)
-    for state in states:
-        status = "ready" if state.ready else "NOT READY"
-        if not state.ready and state.servable:
-            status += f" (served by fallback lane {state.serves_via})"
-        lines.append(f"  {state.name.ljust(width)}  {state.kind:5}  {status}")
-        lines.extend(f"      {problem}" for problem in state.problems)
-    lines.extend(f"warning: {problem}" for problem in keys.problems)
-    lines.append(f"telemetry: {describe_telemetry(config.telemetry.url, base_dir)}")
-    if config.server.metrics:
-        scrape = "open" if keys.open else "bearer key for every lane, or one with lanes: []"
-        lines.append(f"metrics: {url}/metrics ({scrape})")
-        browser = "open" if keys.open else "the same keys; a browser asks for one as the password"
-        lines.append(f"status page: {url}/status ({browser})")
-    else:
-        lines.append("metrics and status page: off (server.metrics: false)")
-    lines.append(describe_limits(connection_limits(config.server), workers))
-    tracing = describe_tracing(os.environ)
-    if tracing is not None:
-        lines.append(tracing)
-    if demo is not None:
-        from laneway.cli.demo import DEMO_FILE, demo_examples
-
-        lines.append(f"demo lanes from {DEMO_FILE}, written to {demo}")
-        lines.append(demo_examples(url, demo))
-    drain = format_duration(config.server.drain_timeout)
-    lines.append(f"ready; Ctrl+C stops, SIGTERM drains calls in flight (up to {drain})")
-    return "\n".join(lines)
-
-
-def describe_limits(limits: ConnectionLimits, workers: int) -> str:
-    """The connection limits in one line (``max_connections`` for all workers together)."""
-    return (
-        f"connections: at most {limits.max_connections}; head within "
-        f"{format_duration(limits.header_timeout)} and {limits.max_header_bytes // 1024} KiB, "
-        f"body within {format_duration(limits.body_timeout)}, idle "
-        f"{format_duration(limits.keepalive_timeout)} (server.*; {workers} worker(s) share them)"
-    )
-
-
-def describe_telemetry(url: str, base_dir: Path) -> str:
-    """Where call records go: the SQLite file, PostgreSQL (no credentials shown), or off."""
-    store = store_for_url(url, base_dir)
-    if store is None:
-        return "off (telemetry.url: none)"
-    if isinstance(store, SqliteTelemetryStore):
-        return str(store.path)
-    return "PostgreSQL (telemetry.url)"
 
 
 def _url(host: str, port: int) -> str:

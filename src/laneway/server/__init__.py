@@ -18,17 +18,15 @@ if TYPE_CHECKING:
     from laneway.server.app import Gateway
     from laneway.server.health import LaneState, lane_states
     from laneway.server.keys import KeyRing
-    from laneway.server.run import uvicorn_config
 
 _LAZY = {
     "Gateway": "laneway.server.app",
     "LaneState": "laneway.server.health",
     "lane_states": "laneway.server.health",
     "KeyRing": "laneway.server.keys",
-    "uvicorn_config": "laneway.server.run",
 }
 
-__all__ = ["Gateway", "KeyRing", "LaneState", "lane_states", "uvicorn_config"]
+__all__ = ["Gateway", "KeyRing", "LaneState", "lane_states"]
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

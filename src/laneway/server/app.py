@@ -89,7 +89,7 @@ class Gateway:
     a config whose keys have limits is refused without them.
     ``in_flight`` counts engine calls running now (``GET /healthz`` reports it);
     ``calls`` is the count to add to, shared by the gateways of successive
-    configs (``server.reload``) so it covers calls draining on an old one.
+    configs (``serving.generations``) so it covers calls draining on an old one.
     """
 
     def __init__(

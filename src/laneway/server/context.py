@@ -43,7 +43,7 @@ Handler = Callable[[RequestContext], Awaitable[None]]
 class CallsInFlight:
     """Engine calls running now, for ``GET /healthz``; ``with calls:`` counts one.
 
-    Shared by the gateways of successive configs (``server.reload``), so the
+    Shared by the gateways of successive configs (``serving.generations``), so the
     count covers calls draining on an old one. A plain context manager, not a
     generator: it is entered on every call.
     """

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from laneway.accounting.pricer import Pricer
-from laneway.app import ObserverFactory, assemble, build_engine, open_transport
+from laneway.app.assembly import ObserverFactory, assemble
 from laneway.app.carry import carry_states
+from laneway.app.engine import build_engine, open_transport
 from laneway.app.gateway import key_limits
 from laneway.cache import CacheStore, GuardedCache
 from laneway.config.models import LanewayConfig
@@ -39,9 +40,9 @@ from laneway.server import Gateway
 from laneway.server.access_log import AccessLog, LogFormat
 from laneway.server.context import CallsInFlight
 from laneway.server.health import ConfigId
-from laneway.server.limits import stores_keys
+from laneway.server.limits import KeyLimits, stores_keys
 from laneway.server.protocol import CONNECTIONS
-from laneway.server.reload import Closable, Generation
+from laneway.serving.generations import Closable, Generation
 from laneway.state import MemoryStore, SourceStore
 from laneway.state.keys.ledger import KeyLedger
 from laneway.telemetry import TelemetryWriter
@@ -126,35 +127,9 @@ class Composer:
         swaps it in). Raises ``ConfigError`` (or another error) without
         touching what the generation in service uses: it stays in service.
         """
-        kept, previous = self._kept, self.current
-        redactor = self._redactor(config, environ)
-        if self._process is None:
-            engine, process = self._first(config, environ)
-        else:
-            process = self._process
-            engine = build_engine(
-                config,
-                environ,
-                base_dir=self.base_dir,
-                transport=self.transport,
-                cache=kept.cache if kept and config.cache == kept.config.cache else None,
-                clock=process.engine_clock,
-                observers=process.observers,
-                price=process.pricer.cost,
-                redactor=redactor,
-                source_store=self._shared_store(config, kept),
-            )
-        if previous is not None:
-            self._carry(previous.gateway, engine)
-            if process.writer is not None:
-                process.writer.redactor = redactor
-            process.pricer.update(config.lanes)
-        ledger = self._ledger(config)
-        limits = key_limits(
-            config, engine.clock, pricer=process.pricer, ledger=ledger, environ=environ
-        )
-        if limits is not None and previous is not None and previous.gateway.limits is not None:
-            limits.refusals = previous.gateway.limits.refusals  # counters go on across reloads
+        previous = self.current
+        engine, process = self._engine(config, environ)
+        limits = self._limits(config, environ, engine, process.pricer)
         stored = self._stored_keys(config, engine)
         admin = None if stored is None else self._admin(config, environ, stored)
         gateway = Gateway(
@@ -170,27 +145,53 @@ class Composer:
         )
         if stored is not None and previous is not None:  # a reload, in the server's loop
             stored.start()
-        store = engine.loop.admission.store
-        cache = _raw_cache(engine)
-        uses: list[Closable] = [self.transport, store, cache]
-        if limits is not None:
-            uses += limits.closables
-        if stored is not None:
-            uses.append(stored)
-        if admin is not None:
-            uses.append(admin)
+        store, cache = engine.loop.admission.store, _raw_cache(engine)
+        held = [*(() if limits is None else limits.closables), stored, admin]
+        uses: list[Closable] = [self.transport, store, cache, *(u for u in held if u is not None)]
         self._process = process
         self.current = Generation(gateway, uses)
         self._kept = _Kept(config, store, cache, None if limits is None else limits.ledger)
-        if config_id is not None:
-            process.metrics.config.generation = config_id.generation
-            process.metrics.config.hash = config_id.hash
-        if config.state.url is not None:  # Redis: its driver is imported only then
-            from laneway.state import FallbackStore
-
-            if isinstance(store, FallbackStore):
-                process.metrics.watch_state(store)
+        _watch(process.metrics, config, config_id, store)
         return self.current
+
+    def _engine(self, config: LanewayConfig, environ: Mapping[str, str]) -> tuple[Engine, _Process]:
+        """The engine of ``config``: the first assembled, a reload's over what the process and
+        the generation in service keep (their source states carried, prices extended)."""
+        kept, previous = self._kept, self.current
+        redactor = self._redactor(config, environ)
+        if self._process is None:
+            return self._first(config, environ)
+        process = self._process
+        engine = build_engine(
+            config,
+            environ,
+            base_dir=self.base_dir,
+            transport=self.transport,
+            cache=kept.cache if kept and config.cache == kept.config.cache else None,
+            clock=process.engine_clock,
+            observers=process.observers,
+            price=process.pricer.cost,
+            redactor=redactor,
+            source_store=self._shared_store(config, kept),
+        )
+        if previous is not None:
+            self._carry(previous.gateway, engine)
+            if process.writer is not None:
+                process.writer.redactor = redactor
+            process.pricer.update(config.lanes)
+        return engine, process
+
+    def _limits(
+        self, config: LanewayConfig, environ: Mapping[str, str], engine: Engine, pricer: Pricer
+    ) -> KeyLimits | None:
+        """The keys' limits over the ledger in service (``_ledger``), their refusal counters
+        going on across reloads, their budget alerts sent as ``server.alerts`` says."""
+        ledger = self._ledger(config)
+        limits = key_limits(config, engine.clock, pricer=pricer, ledger=ledger, environ=environ)
+        previous = None if self.current is None else self.current.gateway.limits
+        if limits is not None and previous is not None:
+            limits.refusals = previous.refusals
+        return limits
 
     def _first(self, config: LanewayConfig, environ: Mapping[str, str]) -> tuple[Engine, _Process]:
         """The first config's engine, and what the process keeps from its assembly."""
@@ -310,3 +311,17 @@ def _raw_cache(engine: Engine) -> CacheStore:
     """The cache store under the engine's guard (kept by a reload that keeps ``cache.url``)."""
     cache = engine.cache
     return cache.store if isinstance(cache, GuardedCache) else cache
+
+
+def _watch(
+    metrics: Metrics, config: LanewayConfig, config_id: ConfigId | None, store: SourceStore
+) -> None:
+    """Tell the metrics which config serves, and of a shared state store's health."""
+    if config_id is not None:
+        metrics.config.generation = config_id.generation
+        metrics.config.hash = config_id.hash
+    if config.state.url is not None:  # Redis: its driver is imported only then
+        from laneway.state import FallbackStore
+
+        if isinstance(store, FallbackStore):
+            metrics.watch_state(store)

@@ -29,8 +29,8 @@ from laneway.accounting.forked import can_fork
 FORK = multiprocessing.get_context("fork")
 
 WORKER_MODULES = (
-    "laneway.cli.compose",
-    "laneway.cli.served",
+    "laneway.app.composer",
+    "laneway.app.serving",
     "laneway.server.app",
     "genai_prices",
     "sqlite3",

@@ -9,7 +9,7 @@ from typing import Any
 from laneway.config.models import ServerConfig
 from laneway.server.app import Gateway
 from laneway.server.protocol import ConnectionLimits, GatewayProtocol, LimitedConfig
-from laneway.server.reload import ReloadingGateway
+from laneway.serving.generations import ReloadingGateway
 
 MAX_CONNECTIONS_CEILING = 4096
 """The default ``server.max_connections`` never exceeds this, whatever the fd limit."""

@@ -18,24 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from laneway.app.assembly import snapshot_metrics
-from laneway.cli.compose import Composer
-from laneway.cli.loaded import Bind, LoadedConfig
-from laneway.cli.reloading import (
-    Reloader,
-    WorkerConfigs,
-    acknowledger,
-    file_source,
-    published_source,
-)
-from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.app.checks import Bind, check_config
+from laneway.app.composer import Composer
+from laneway.config.loaded import LoadedConfig
 from laneway.metrics import SHARE_DIR_ENV
 from laneway.server.access_log import LogFormat
 from laneway.server.health import ConfigId
 from laneway.server.protocol import LimitedConfig
-from laneway.server.reload import ReloadingGateway
+from laneway.serving.generations import ReloadingGateway
+from laneway.serving.published import WorkerConfigs
+from laneway.serving.reloader import Reloader, acknowledger, file_source, published_source
+from laneway.serving.rundir import ServerStatus, StatusFile
 
 if TYPE_CHECKING:
-    from laneway.cli.supervisor import Supervisor
+    from laneway.serving.supervisor import Supervisor
 
 log = logging.getLogger("laneway.serve")
 
@@ -60,7 +56,7 @@ class Served:
         composer = Composer(loaded.path.parent, access_log=self.access)
         self.composer = composer
         first = composer.generation(loaded.config, loaded.environ, ConfigId(1, loaded.hash))
-        reloader = Reloader(composer, file_source(loaded.path), self.bind, self.report)
+        reloader = Reloader(composer, file_source(loaded.path), self.check, self.report)
         return ReloadingGateway(first, on_startup=reloader.install)
 
     def supervisor(self, settings: LimitedConfig, sock: socket.socket) -> Supervisor:
@@ -69,7 +65,7 @@ class Served:
         Imported here: one worker (the default) needs none of it (uvicorn's
         ``Multiprocess``, ``multiprocessing``).
         """
-        from laneway.cli.supervisor import Supervisor
+        from laneway.serving.supervisor import Supervisor
 
         self._share = Path(tempfile.mkdtemp(prefix="laneway-workers-"))  # private: mode 0700
         os.environ[SHARE_DIR_ENV] = str(self._share)  # workers inherit the environment
@@ -78,12 +74,16 @@ class Served:
             settings,
             [sock],
             first=self.loaded,
-            bind=self.bind,
+            check=self.check,
             configs=WorkerConfigs(self._share),
             status=self.status,
             initial=self.state,
             metrics=snapshot_metrics(self._share, os.getpid()),
         )
+
+    def check(self, loaded: LoadedConfig) -> None:
+        """Refuse (``ConfigError``) a config this server would not serve on its bind."""
+        check_config(loaded, self.bind)
 
     def started(self, url: str, workers: int) -> None:
         """Write the status file, now that the URL is known."""
@@ -138,7 +138,12 @@ def worker_gateway(share: Path, bind: Bind, access: LogFormat | None) -> Reloadi
     first = composer.generation(loaded.config, loaded.environ, config_id)
     pid = os.getpid()
     configs.acknowledge(pid, published.generation, None)
-    reloader = Reloader(composer, published_source(configs), bind, acknowledger(configs, pid))
+    reloader = Reloader(
+        composer,
+        published_source(configs),
+        lambda loaded: check_config(loaded, bind),
+        acknowledger(configs, pid),
+    )
 
     def startup(app: ReloadingGateway) -> None:
         reloader.install(app)

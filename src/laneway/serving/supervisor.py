@@ -3,7 +3,7 @@
 uvicorn's own SIGHUP restarts every worker, which cuts their calls in flight.
 Here the supervisor reads and checks the config file once: a bad one is
 refused with one log line and no worker hears of it. A good one is published
-to the workers (``reloading.WorkerConfigs``) and each is sent SIGHUP, which it
+to the workers (``serving.published``) and each is sent SIGHUP, which it
 answers by swapping the new config in place: no worker restarts, no
 connection drops. The supervisor's loop collects the workers' acknowledgements
 and writes the outcome to the status file; it counts reloads in its own
@@ -25,17 +25,18 @@ import select
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-from laneway.cli.forking import ForkedWorker, preload
-from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config
-from laneway.cli.reloading import WorkerConfigs
-from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.config.loaded import LoadedConfig, read_config
 from laneway.metrics import Metrics
 from laneway.server.protocol import LimitedConfig
+from laneway.serving.forking import ForkedWorker, preload
+from laneway.serving.published import WorkerConfigs
+from laneway.serving.rundir import ServerStatus, StatusFile
 
 log = logging.getLogger("laneway.serve")
 uvicorn_log = logging.getLogger("uvicorn.error")
@@ -66,7 +67,7 @@ class Supervisor(Multiprocess):
         sockets: list[socket.socket],
         *,
         first: LoadedConfig,
-        bind: Bind,
+        check: Callable[[LoadedConfig], None],
         configs: WorkerConfigs,
         status: StatusFile,
         initial: ServerStatus,
@@ -74,7 +75,7 @@ class Supervisor(Multiprocess):
     ) -> None:
         super().__init__(config, sockets)
         self.path = first.path
-        self.bind = bind
+        self.check = check
         self.configs = configs
         self.status = status
         self.state = initial
@@ -88,7 +89,7 @@ class Supervisor(Multiprocess):
         """Check the file; refuse it, or publish it and tell every worker."""
         try:
             loaded = read_config(self.path)
-            check_config(loaded, self.bind)
+            self.check(loaded)
             self.configs.publish(self.generation + 1, loaded)
         except Exception as exc:  # any failure is a refusal: the supervisor and workers go on
             reason = str(exc) or type(exc).__name__
@@ -137,7 +138,7 @@ class Supervisor(Multiprocess):
             waker.close()
 
     def init_processes(self) -> None:
-        """Fork the workers (uvicorn spawns them; see ``laneway.cli.forking``)."""
+        """Fork the workers (uvicorn spawns them; see ``laneway.serving.forking``)."""
         for _ in range(self.processes_num):
             process = ForkedWorker(self.config, self.sockets)
             process.start()

@@ -1,13 +1,13 @@
 """Reloading a serving process's config on SIGHUP, with one worker or many.
 
 With one process, SIGHUP reads the config file again, checks it
-(``loaded.check_config``), builds the new gateway beside the old one and
-swaps it in (``server.reload``); any failure on the way is a refusal, logged
+(``app.checks.check_config``), builds the new gateway beside the old one and
+swaps it in (``serving.generations``); any failure on the way is a refusal, logged
 with its reason, and the old config keeps serving. Either way the status file
 (``rundir``) says how it ended, for ``laneway reload``.
 
 With ``--workers N`` the supervisor reads and checks the file once, then
-publishes the text it checked in the workers' folder (``WorkerConfigs``) under
+publishes the text it checked in the workers' folder (``serving.published``) under
 a new generation and sends each worker SIGHUP. A worker's SIGHUP loads the
 published generation if it is newer than its own (so a SIGHUP sent to the
 whole process group changes nothing by itself) and acknowledges it. A worker
@@ -21,72 +21,43 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
-import orjson
-
-from laneway.cli.compose import Composer
-from laneway.cli.loaded import Bind, LoadedConfig, check_config, read_config, restart_only_changes
-from laneway.cli.rundir import ServerStatus, StatusFile
+from laneway.config.loaded import LoadedConfig, read_config
 from laneway.config.models import LanewayConfig
 from laneway.metrics.watched import ConfigFigures
 from laneway.server.health import ConfigId
-from laneway.server.reload import ReloadingGateway
+from laneway.serving.generations import Generation, ReloadingGateway
+from laneway.serving.published import WorkerConfigs
+from laneway.serving.rundir import ServerStatus, StatusFile
 
 log = logging.getLogger("laneway.serve")
 
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    """A config the supervisor checked, as it publishes it to the workers."""
-
-    generation: int
-    path: Path
-    text: bytes
-
-    def loaded(self) -> LoadedConfig:
-        """The published text parsed, with the environment beside the config file."""
-        return read_config(self.path, self.text)
-
-
-class WorkerConfigs:
-    """The supervisor's published config and the workers' acknowledgements, in one folder."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder / "config"
-        self._published = self.folder / "published.json"
-
-    def publish(self, generation: int, loaded: LoadedConfig) -> None:
-        """Publish ``loaded`` as ``generation`` (atomically: a worker reads all of it or none)."""
-        self.folder.mkdir(mode=0o700, exist_ok=True)
-        data = {"generation": generation, "path": str(loaded.path), "text": loaded.text.decode()}
-        _replace(self._published, orjson.dumps(data))
-
-    def published(self) -> Published:
-        """The config the supervisor published last."""
-        data = orjson.loads(self._published.read_bytes())
-        return Published(data["generation"], Path(data["path"]), data["text"].encode())
-
-    def acknowledge(self, pid: int, generation: int, error: str | None) -> None:
-        """Say which generation worker ``pid`` serves now, or why it could not load the newest."""
-        data = {"generation": generation, "error": error}
-        _replace(self.folder / f"ack-{pid}.json", orjson.dumps(data))
-
-    def acknowledged(self, pid: int) -> tuple[int, str | None]:
-        """Worker ``pid``'s generation and error (``(0, None)`` before it said anything)."""
-        try:
-            data = orjson.loads((self.folder / f"ack-{pid}.json").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return 0, None
-        return int(data["generation"]), data["error"]
+RESTART_ONLY = (
+    "host",
+    "port",
+    "header_timeout",
+    "body_timeout",
+    "keepalive_timeout",
+    "max_header_bytes",
+    "max_headers",
+    "max_connections",
+    "worker_snapshot_interval",
+    "metrics",
+)
+"""``server:`` settings the listening socket and its connections were made with, the
+metrics snapshots' timer, which runs from the worker's start, and whether calls are
+counted for ``/metrics`` (the process's record feed is made with its first config)."""
 
 
-def _replace(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_bytes(data)
-    temp.replace(path)
+class BuildsGenerations(Protocol):
+    """What builds the gateway of each config (``laneway.app.composer.Composer``)."""
+
+    def generation(
+        self, config: LanewayConfig, environ: Mapping[str, str], config_id: ConfigId | None
+    ) -> Generation: ...
 
 
 class Reloader:
@@ -94,20 +65,21 @@ class Reloader:
 
     ``next_config`` gives the config to load (the file, or the supervisor's
     published one) and its generation, or ``None`` when there is nothing
-    newer. ``report`` hears each outcome (applied: the generation; refused:
-    the reason).
+    newer. ``check`` refuses a config that would not serve (``ConfigError``);
+    ``composer`` builds the gateway of one that would. ``report`` hears each
+    outcome (applied: the generation; refused: the reason).
     """
 
     def __init__(
         self,
-        composer: Composer,
+        composer: BuildsGenerations,
         next_config: Callable[[int], tuple[LoadedConfig, int] | None],
-        bind: Bind,
+        check: Callable[[LoadedConfig], None],
         report: Callable[[int, str, str | None], None],
     ) -> None:
         self.composer = composer
         self.next_config = next_config
-        self.bind = bind
+        self.check = check
         self.report = report
         self.app: ReloadingGateway | None = None
         self._running: asyncio.Task[None] | None = None
@@ -147,7 +119,7 @@ class Reloader:
                 )
                 return
             loaded, generation = found
-            check_config(loaded, self.bind)
+            self.check(loaded)
             built = self.composer.generation(
                 loaded.config, loaded.environ, ConfigId(generation, loaded.hash)
             )
@@ -232,3 +204,15 @@ def acknowledger(configs: WorkerConfigs, pid: int) -> Callable[[int, str, str | 
         configs.acknowledge(pid, generation, error)
 
     return report
+
+
+def restart_only_changes(old: LanewayConfig, new: LanewayConfig) -> list[str]:
+    """The settings that differ between ``old`` and ``new`` and apply only after a restart."""
+    changed = [
+        f"server.{name}"
+        for name in RESTART_ONLY
+        if getattr(old.server, name) != getattr(new.server, name)
+    ]
+    if old.telemetry != new.telemetry:
+        changed.append("telemetry")
+    return changed
