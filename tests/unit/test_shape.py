@@ -27,7 +27,6 @@ OVER: dict[str, int] = {
     "class laneway.engine.call:CallLoop": 340,
     "class laneway.engine.gateway:Engine": 290,
     "class laneway.telemetry.writer:TelemetryWriter": 284,
-    "function laneway.app.assembly:assemble": 57,
     "function laneway.engine.call:CallLoop._attempts": 52,
     "function laneway.engine.gateway:Engine.run_chat": 72,
 }

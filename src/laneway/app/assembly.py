@@ -31,6 +31,7 @@ from laneway.core.redact import Redactor
 from laneway.core.transport import Transport
 from laneway.engine.gateway import Engine
 from laneway.metrics import Metrics, SharedFolder
+from laneway.state import SourceStore
 from laneway.telemetry import TelemetryWriter, writer_for
 from laneway.tracing.setup import observer_from_env
 
@@ -83,15 +84,9 @@ def assemble(
     folder = telemetry_dir(config, base_dir)
     writer = None if folder is None else writer_for(config.telemetry, folder, pricer.cost, redactor)
     metrics = Metrics(pricer.cost, None if share is None else SharedFolder(share))
-    watchers: list[BatchObserver | CallObserver] = [metrics] if count_calls else []
-    if access_log is not None:
-        watchers.append(access_log(pricer.cost))
     if writer is not None:
         metrics.watch_queue(writer)
-        watchers.append(writer)
-    spans = observer_from_env(os.environ) if tracing else None
-    if spans is not None:
-        watchers.append(spans)
+    watchers = _watchers(metrics if count_calls else None, writer, pricer, access_log, tracing)
     engine = build_engine(
         config,
         environ,
@@ -103,13 +98,38 @@ def assemble(
         price=pricer.cost,
         redactor=redactor,
     )
-    if config.state.url is not None:  # only then is the Redis adapter worth importing
+    watch_shared_state(metrics, config, engine.loop.admission.store)
+    return Assembly(engine, pricer, metrics, writer, redactor)
+
+
+def _watchers(
+    metrics: Metrics | None,
+    writer: TelemetryWriter | None,
+    pricer: Pricer,
+    access_log: ObserverFactory | None,
+    tracing: bool,
+) -> list[BatchObserver | CallObserver]:
+    """What the record feed hands each call to, in order: the metrics (unless calls are not
+    counted), the access log, the telemetry writer, and the spans ``OTEL_*`` asks for."""
+    watchers: list[BatchObserver | CallObserver] = [] if metrics is None else [metrics]
+    if access_log is not None:
+        watchers.append(access_log(pricer.cost))
+    if writer is not None:
+        watchers.append(writer)
+    spans = observer_from_env(os.environ) if tracing else None
+    if spans is not None:
+        watchers.append(spans)
+    return watchers
+
+
+def watch_shared_state(metrics: Metrics, config: LanewayConfig, store: SourceStore) -> None:
+    """Report a shared (Redis) state store's health on ``/metrics``; the Redis adapter is
+    imported only when ``state.url`` names one."""
+    if config.state.url is not None:
         from laneway.state import FallbackStore
 
-        store = engine.loop.admission.store
         if isinstance(store, FallbackStore):
             metrics.watch_state(store)
-    return Assembly(engine, pricer, metrics, writer, redactor)
 
 
 def telemetry_dir(config: LanewayConfig, base_dir: Path | None) -> Path | None:

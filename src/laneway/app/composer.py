@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from laneway.accounting.pricer import Pricer
-from laneway.app.assembly import ObserverFactory, assemble
+from laneway.app.assembly import ObserverFactory, assemble, watch_shared_state
 from laneway.app.carry import carry_states
 from laneway.app.engine import build_engine, open_transport
 from laneway.app.gateway import key_limits
@@ -320,8 +320,4 @@ def _watch(
     if config_id is not None:
         metrics.config.generation = config_id.generation
         metrics.config.hash = config_id.hash
-    if config.state.url is not None:  # Redis: its driver is imported only then
-        from laneway.state import FallbackStore
-
-        if isinstance(store, FallbackStore):
-            metrics.watch_state(store)
+    watch_shared_state(metrics, config, store)
