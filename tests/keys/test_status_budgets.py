@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
 from tests.keys.admin_support import admin

@@ -24,10 +24,9 @@ FUNCTION_LINES = 50
 
 OVER: dict[str, int] = {
     "module laneway.config.models": 777,
-    "class laneway.engine.call:CallLoop": 340,
+    "class laneway.engine.decision:CallDecision": 271,
     "class laneway.engine.gateway:Engine": 290,
     "class laneway.telemetry.writer:TelemetryWriter": 284,
-    "function laneway.engine.call:CallLoop._attempts": 52,
     "function laneway.engine.gateway:Engine.run_chat": 72,
 }
 """Over a limit when this test was written (issue 25's shape target), each with its size then."""
