@@ -24,9 +24,7 @@ FUNCTION_LINES = 50
 
 OVER: dict[str, int] = {
     "class laneway.engine.decision:CallDecision": 271,
-    "class laneway.engine.gateway:Engine": 290,
     "class laneway.telemetry.writer:TelemetryWriter": 284,
-    "function laneway.engine.gateway:Engine.run_chat": 72,
 }
 """Over a limit when this test was written (issue 25's shape target), each with its size then."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable, Sequence
 
@@ -10,16 +9,12 @@ from laneway.cache.port import CacheStore
 from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import (
-    AttemptFailure,
     LaneNotReady,
     RequestInvalid,
     UnknownLane,
 )
-from laneway.core.estimate import chat_usage_or_estimate
-from laneway.core.failures import FailureKind
 from laneway.core.records import CallMeta, CallObserver, RecordPricer, no_prices
 from laneway.core.redact import NO_SECRETS, Redactor
-from laneway.core.results import ChatResult
 from laneway.core.transport import Transport
 from laneway.core.types import (
     CacheControl,
@@ -32,6 +27,7 @@ from laneway.core.types import (
 from laneway.engine import embedding
 from laneway.engine.call import CallLoop
 from laneway.engine.chain_stream import ChatStream
+from laneway.engine.chat import LaneChat
 from laneway.engine.embedding_cache import EmbeddingCache
 from laneway.engine.fallback import (
     Chain,
@@ -40,14 +36,13 @@ from laneway.engine.fallback import (
     ready_alone,
     through_chain,
 )
-from laneway.engine.lane import Lane, Source
+from laneway.engine.lane import Lane
 from laneway.engine.ocr import DEFAULT_PROMPT, ocr_request
 from laneway.engine.parts import CallParts
-from laneway.engine.recording import CallClock, Recorder
+from laneway.engine.recording import Recorder
 from laneway.engine.response_cache import ResponseCache
 from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
-from laneway.policy.quota import request_tokens
 from laneway.state.admission.base import SourceStore
 
 
@@ -167,76 +162,10 @@ class Engine:
         accept: Callable[[LLMResponse], bool] | None = None,
         cache: CacheControl | None = None,
     ) -> LLMResponse:
-        """A chat call on a resolved chat or OCR lane; answers ``accept`` refuses are not cached."""
-        lane.refuse_inexpressible(request, stream=False)
-        started = self.recorder.start()
-        lookup = await self.responses.lookup(lane, request, cache)
-        if lookup.hit is not None:
-            return self._record_hit(lane, started, meta, lookup.hit)
-        wants_empty_retry = FailureKind.EMPTY in lane.policy.retry_on
-
-        async def attempt(source: Source) -> ChatResult:
-            http = source.provider.chat_request(request, stream=False)
-            answer = await self.transport.send(http)
-            result = source.provider.parse_chat(answer, self.clock.wall())
-            if wants_empty_retry and result.empty:
-                raise AttemptFailure(FailureKind.EMPTY, "the upstream returned an empty completion")
-            return result
-
-        with self.recorder.failures(lane, started, meta):
-            done = await self.loop.run(
-                lane,
-                self.deadline(lane, deadline),
-                attempt,
-                request_tokens=request_tokens(request),
-            )
-        r = done.result
-        usage = chat_usage_or_estimate(
-            r.usage,
-            lane.config.estimate_missing_usage,
-            request.messages,
-            r.content,
-            r.reasoning_content,
-        )
-        cost, cost_unknown = self.recorder.ok(
-            lane,
-            started,
-            meta,
-            source=done.source.name,
-            model=r.model,
-            usage=usage,
-            attempts=done.attempts,
-            status=200,
-            cache=lookup.status,
-        )
-        response = LLMResponse(
-            lane=lane.name,
-            source=done.source.name,
-            model=r.model,
-            content=r.content,
-            usage=usage,
-            attempts=done.attempts,
-            elapsed=done.elapsed,
-            finish_reason=r.finish_reason,
-            reasoning_content=r.reasoning_content,
-            reasoning=r.reasoning,
-            raw=r.raw,
-            cache=lookup.status,
-            cost=cost,
-            cost_unknown=cost_unknown,
-            answer_body=r.body,
-        )
-        if accept is None or accept(response):
-            await self.responses.save(lookup, response)
-        return response
-
-    def _record_hit(
-        self, lane: Lane, started: CallClock, meta: CallMeta | None, hit: LLMResponse
-    ) -> LLMResponse:
-        """Record a cache hit (no attempts, the cached usage, ``cache="hit"``); the hit, priced."""
-        fields = {"source": hit.source, "model": hit.model, "usage": hit.usage, "status": 200}
-        cost, cost_unknown = self.recorder.ok(lane, started, meta, cache="hit", **fields)
-        return dataclasses.replace(hit, cost=cost, cost_unknown=cost_unknown)
+        """A chat call on a resolved chat or OCR lane; answers ``accept`` refuses are not cached
+        (``engine.chat``)."""
+        call = LaneChat(self.parts, self.responses, lane, request, meta)
+        return await call.run(deadline, accept, cache)
 
     def chat_stream(
         self,
