@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from laneway import Laneway
+from laneway.app.policies import retry_policy
 from laneway.cli.check import lane_report
 from laneway.cli.check_walk import failing_walks
 from laneway.cli.main import main
 from laneway.config.load import load_config
 from laneway.config.models import BackoffConfig, LaneConfig
-from laneway.engine.lane import retry_policy
 from laneway.errors import CallFailed
 from laneway.sim import RunningSim
 from tests.engine.spy import sim_hits

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestServer
 from pydantic import ValidationError
 
 from laneway import Laneway
+from laneway.app.policies import lane_settings
 from laneway.cache import SqliteCacheStore
 from laneway.config.models import LanewayConfig
 from laneway.core.errors import AttemptFailure
@@ -97,7 +98,7 @@ async def test_the_response_budget_shrinks_batches_at_the_pinned_length(sim) -> 
     config = one_lane(
         sim, spec, kind="embed", dimensions=64, max_batch_items=64, max_response_bytes="4KiB"
     )
-    assert batch_size(config.lanes["lane"], 64) == 2
+    assert batch_size(lane_settings(config.lanes["lane"]), 64) == 2
     async with Laneway.from_settings(config, environ={}) as lw:
         response = await lw.embed("lane", TEXTS[:5])
     assert await sim_hits(sim, spec) == 3

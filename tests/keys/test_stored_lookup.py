@@ -38,7 +38,7 @@ def served(sim: RunningSim, tmp_path: Path) -> Iterator[RunningGateway]:
     engine = build_engine(settings, {}, transport=AiohttpTransport())
     store = open_key_store(str(tmp_path / "keys.sqlite3"), tmp_path)
     stored = StoredKeys(store, list(engine.lanes), {}, poll=0.05)
-    with serve_app(gateway_over(engine, {}, stored=stored)) as running:
+    with serve_app(gateway_over(settings, engine, {}, stored=stored)) as running:
         yield running
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import random
 import re
 
+from laneway.app.policies import retry_policy
 from laneway.cli.check import failing_walks, request_bound
 from laneway.config.models import LaneConfig
 from laneway.core.errors import CallFailed, DeadlineExceeded, PushbackRefused
 from laneway.core.failures import SET_ASIDE
 from laneway.core.records import CallRecord
-from laneway.engine.lane import retry_policy
 from tests.oracle.cases import MAIN, Case
 from tests.oracle.runner import Call
 from tests.oracle.upstream import Exchange

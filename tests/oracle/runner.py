@@ -142,7 +142,7 @@ class Bench:
             access_log=lambda cost: AccessLog(cost, log),
         )
         draws = built.engine.loop.rng = Draws(case.seed, upstream)
-        client = AsgiTransport(gateway_over(built.engine, {}, metrics=built.metrics))
+        client = AsgiTransport(gateway_over(case.config, built.engine, {}, metrics=built.metrics))
         calls: list[Call] = []
 
         async def send(headers: dict[str, str]) -> tuple[int, dict[str, str]]:

@@ -198,5 +198,5 @@ def serve_scripted(
     )
     env = dict(environ or {})
     engine = build_engine(settings, env, transport=MockTransport(upstream), observers=[records])
-    with serve_app(gateway_over(engine, env)) as running:
+    with serve_app(gateway_over(settings, engine, env)) as running:
         yield Scripted(running, upstream, records)

@@ -67,7 +67,9 @@ def serve_gateway(
     """Serve ``settings`` on 127.0.0.1 and a free port until the block ends."""
     env = dict(environ or {})
     engine = build_engine(settings, env, transport=AiohttpTransport(), observers=observers)
-    with serve_app(gateway_over(engine, env), connection_limits(settings.server)) as running:
+    with serve_app(
+        gateway_over(settings, engine, env), connection_limits(settings.server)
+    ) as running:
         yield running
 
 

@@ -330,7 +330,11 @@ async def test_an_unexpected_exception_is_a_500_in_anthropic_shape() -> None:
     )
     with contextlib.redirect_stderr(io.StringIO()):
         answer = await call(
-            gateway_over(engine, {}), "POST", "/v1/messages", body, [(b"x-request-id", b"r-9")]
+            gateway_over(settings, engine, {}),
+            "POST",
+            "/v1/messages",
+            body,
+            [(b"x-request-id", b"r-9")],
         )
     await engine.aclose()
     assert answer.status == 500

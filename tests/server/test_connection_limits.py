@@ -259,7 +259,9 @@ class HeldUpstream:
 def held_gateway(settings: LanewayConfig, upstream: HeldUpstream) -> Iterator[RunningGateway]:
     """``serve_gateway`` of ``settings``, its upstream ``upstream``."""
     engine = build_engine(settings, {}, transport=AsgiTransport(upstream))
-    with serve_app(gateway_over(engine, {}), connection_limits(settings.server)) as running:
+    with serve_app(
+        gateway_over(settings, engine, {}), connection_limits(settings.server)
+    ) as running:
         yield running
 
 

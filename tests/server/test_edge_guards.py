@@ -37,7 +37,7 @@ def gw(sim: RunningSim) -> Iterator[RunningGateway]:
     metrics = Metrics()
     metrics.watch_connections(CONNECTIONS)
     engine = build_engine(settings, {}, transport=AiohttpTransport(), observers=[metrics])
-    with serve_app(gateway_over(engine, {}, metrics=metrics)) as running:
+    with serve_app(gateway_over(settings, engine, {}, metrics=metrics)) as running:
         yield running
 
 
@@ -137,7 +137,7 @@ async def test_metrics_show_refused_keys(sim, http) -> None:
     settings = config(lanes, keys=[{"name": "ops", "key": "key-ops"}])
     metrics = Metrics()
     engine = build_engine(settings, {}, transport=AiohttpTransport(), observers=[metrics])
-    with serve_app(gateway_over(engine, {}, metrics=metrics)) as keyed:
+    with serve_app(gateway_over(settings, engine, {}, metrics=metrics)) as keyed:
         assert (await chat(http, keyed, Host="gateway.example.com"))[0] == 401
         ops = {"Authorization": "Bearer key-ops", "Host": "gateway.example.com"}
         assert (await chat(http, keyed, **ops))[0] == 200

@@ -89,7 +89,7 @@ def gateway() -> Iterator[tuple[asyncio.Runner, Gateway]]:
     metrics = Metrics()
     engine = build_engine(config, {}, transport=MockTransport(upstream), observers=[metrics])
     with asyncio.Runner() as runner:
-        yield runner, gateway_over(engine, {}, metrics=metrics)
+        yield runner, gateway_over(config, engine, {}, metrics=metrics)
         runner.run(engine.aclose())
 
 

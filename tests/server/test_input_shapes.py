@@ -125,7 +125,7 @@ async def test_an_unexpected_exception_is_an_openai_500_with_its_traces(caplog) 
     engine = build_engine(
         settings, {}, transport=MockTransport(broken_upstream), observers=[metrics, kept]
     )
-    gateway = gateway_over(engine, {}, metrics=metrics)
+    gateway = gateway_over(settings, engine, {}, metrics=metrics)
     body = orjson.dumps({"model": "chat", "messages": HELLO})
     with caplog.at_level(logging.ERROR, logger="laneway.server"):
         path = "/v1/chat/completions"

@@ -56,7 +56,9 @@ def replicas(
             engine = build_engine(settings, {}, transport=AiohttpTransport())
             ledger = RedisKeyLedger.from_url(REDIS_URL, SystemClock(), prefix=prefix, timeout=5)
             limits = key_limits(settings, engine.clock, ledger=ledger)
-            running.append(stack.enter_context(serve_app(gateway_over(engine, {}, limits=limits))))
+            running.append(
+                stack.enter_context(serve_app(gateway_over(settings, engine, {}, limits=limits)))
+            )
         yield running
 
 

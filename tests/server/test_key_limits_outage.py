@@ -51,7 +51,7 @@ def replicas(settings: LanewayConfig, url: str, clock: FakeClock, prefix: str) -
             shared = RedisKeyLedger.from_url(url, clock, prefix=prefix, timeout=2.0)
             ledger = FallbackKeyLedger(shared, clock, timeout=2.0, retry_every=1.0)
             limits = key_limits(settings, engine.clock, ledger=ledger)
-            gateway = gateway_over(engine, {}, metrics=Metrics(), limits=limits)
+            gateway = gateway_over(settings, engine, {}, metrics=Metrics(), limits=limits)
             running.append(stack.enter_context(serve_app(gateway)))
         yield running
 

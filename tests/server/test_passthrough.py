@@ -57,7 +57,7 @@ def gateway(upstream: Upstream, **lane: Any) -> Gateway:
     settings = LanewayConfig.model_validate(
         {"lanes": {"chat": {"sources": [source("ok")], **lane}}}
     )
-    return gateway_over(build_engine(settings, {}, transport=MockTransport(upstream)), {})
+    return gateway_over(settings, build_engine(settings, {}, transport=MockTransport(upstream)), {})
 
 
 async def post(gw: Gateway, body: bytes) -> Answer:

@@ -55,7 +55,7 @@ def gateway(upstream: Upstream) -> Gateway:
     source: dict[str, Any] = {"provider": "anthropic", "model": "claude-x", "max_tokens": 1024}
     source["base_url"] = "http://127.0.0.1:9/v1"
     settings = LanewayConfig.model_validate({"lanes": {"claude": {"sources": [source]}}})
-    return gateway_over(build_engine(settings, {}, transport=MockTransport(upstream)), {})
+    return gateway_over(settings, build_engine(settings, {}, transport=MockTransport(upstream)), {})
 
 
 async def post(gw: Gateway, body: dict[str, Any] | bytes) -> Answer:

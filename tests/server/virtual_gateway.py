@@ -40,7 +40,7 @@ class VirtualGateway:
         env = dict(environ or {})
         self.clock = vsim.clock
         engine = build_engine(settings, env, transport=vsim.transport, clock=vsim.clock)
-        self.gateway = gateway_over(engine, env)
+        self.gateway = gateway_over(settings, engine, env)
         self.client = AsgiTransport(self.gateway)
 
     async def ask(self, model: str, origin: float) -> StreamedAnswer:

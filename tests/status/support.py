@@ -31,7 +31,7 @@ def serve_status(
     env = dict(environ or {})
     metrics = metrics or priced_metrics()
     engine = build_engine(settings, env, transport=AiohttpTransport(), observers=[metrics])
-    with serve_app(gateway_over(engine, env, metrics=metrics)) as running:
+    with serve_app(gateway_over(settings, engine, env, metrics=metrics)) as running:
         yield running
 
 

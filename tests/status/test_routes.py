@@ -171,8 +171,11 @@ async def test_streams_report_time_to_first_token(gw, http) -> None:
 
 async def test_a_gateway_without_metrics_has_no_status_page(sim: RunningSim) -> None:
     lanes = {"l": {"sources": [source(sim, unique_spec(""))]}}
-    engine = build_engine(config(lanes), {}, transport=AiohttpTransport())
-    gateway = gateway_over(engine, {})  # called in-process: what it routes needs no socket
+    settings = config(lanes)
+    engine = build_engine(settings, {}, transport=AiohttpTransport())
+    gateway = gateway_over(
+        settings, engine, {}
+    )  # called in-process: what it routes needs no socket
     try:
         assert gateway.status is None
         assert "/status" not in gateway.router.routes

@@ -76,7 +76,7 @@ def gateway(body: bytes, vector: str | None = None, **lane: Any) -> Gateway:
         }
     )
     transport = MockTransport(Upstream(body, vector))
-    return gateway_over(build_engine(settings, {}, transport=transport), {})
+    return gateway_over(settings, build_engine(settings, {}, transport=transport), {})
 
 
 async def embed(gw: Gateway, count: int) -> tuple[int, bytes]:

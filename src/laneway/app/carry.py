@@ -18,13 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from laneway.engine.lane import Lane, Source
 from laneway.state import MemoryStore, SourceStore
-
-LANE_VIEW = frozenset({"priority", "weight", "name"})
-"""What a lane sets about a source without making it another upstream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +67,8 @@ def same_upstream(old: Source, new: Source) -> bool:
         and old.quota == new.quota
         and old.pacing == new.pacing
         and old.breaker == new.breaker
-        and _upstream(old.config) == _upstream(new.config)
+        and old.config.upstream == new.config.upstream
     )
-
-
-def _upstream(config: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = config.model_dump(exclude=set(LANE_VIEW))
-    return settings
 
 
 def _carry_memory(old_lane: Lane, lane: Lane, source: Source) -> None:

@@ -133,6 +133,7 @@ class Composer:
         stored = self._stored_keys(config, engine)
         admin = None if stored is None else self._admin(config, environ, stored)
         gateway = Gateway(
+            config,
             engine,
             environ,
             metrics=process.metrics if process.counting else None,

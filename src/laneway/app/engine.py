@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from laneway.app.lanes import build_lanes
+from laneway.app.policies import routes
 from laneway.cache import CacheStore, GuardedCache, NoCache, open_cache
 from laneway.clocks import SystemClock
 from laneway.config.models import LanewayConfig
@@ -73,7 +74,7 @@ def build_engine(
     state = config.state
     sources = source_store or open_store(state.url, clock, state.fallback_share, state.timeout)
     return Engine(
-        config,
+        routes(config),
         build_lanes(config, environ),
         transport=wire,
         store=sources,

@@ -69,6 +69,7 @@ def key_limits(
 
 
 def gateway_over(
+    config: LanewayConfig,
     engine: Engine,
     environ: Mapping[str, str],
     *,
@@ -80,11 +81,12 @@ def gateway_over(
     stored: StoredKeys | None = None,
     admin: AdminApi | None = None,
 ) -> Gateway:
-    """The gateway of ``engine``'s config, with the key limits it needs (``key_limits``) unless
-    ``limits`` are handed in; the other arguments are ``Gateway``'s."""
+    """The gateway of ``config`` over ``engine`` (built from it), with the key limits it needs
+    (``key_limits``) unless ``limits`` are handed in; the other arguments are ``Gateway``'s."""
     if limits is None:
-        limits = key_limits(engine.config, engine.clock)
+        limits = key_limits(config, engine.clock)
     return Gateway(
+        config,
         engine,
         environ,
         metrics=metrics,

@@ -2,24 +2,25 @@
 
 Source binding lives in the composition root because it names concrete
 adapters (``laneway.providers.registry``); the engine receives the lanes
-built, and the policy objects each lane carries come from
-``laneway.engine.lane``'s translations of the settings.
+built, with their settings and policy objects translated from the
+configuration by ``app.policies``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from laneway.config.models import LaneConfig, LanewayConfig, QuotaGroupConfig, SourceConfig
-from laneway.engine.lane import (
-    Lane,
-    LaneMemory,
-    Source,
+from laneway.app.policies import (
     breaker_limits,
+    hedging,
+    lane_settings,
     pacer_limits,
     quota_limits,
     retry_policy,
+    source_settings,
 )
+from laneway.config.models import LaneConfig, LanewayConfig, QuotaGroupConfig, SourceConfig
+from laneway.engine.lane import Lane, LaneMemory, Source
 from laneway.policy.stall import StallWatch
 from laneway.providers.registry import make_provider
 
@@ -54,11 +55,12 @@ def build_lane(
     ]
     lane = Lane(
         name,
-        config,
+        lane_settings(config),
         sources,
         retry_policy(config),
         breaker=breaker_limits(config.breaker),
         stall=StallWatch(config.stall_after),
+        hedging=hedging(config),
     )
     if scoped and shared is not None:
         lane.memory = shared.sharing()
@@ -133,7 +135,7 @@ def _build_source(
     group = config.quota_group
     return Source(
         name,
-        config,
+        source_settings(config),
         provider,
         problems,
         quota_limits(config, groups),

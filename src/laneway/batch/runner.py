@@ -132,7 +132,7 @@ class BatchJob:
 
     def _manifest(self, input_hash: str) -> Manifest:
         config = self.lane.config
-        models = [f"{s.provider}:{s.model}" for s in config.sources]
+        models = list(config.models)
         schema = self.options.schema.model_json_schema() if self.options.schema else None
         shape = {
             "kind": config.kind,

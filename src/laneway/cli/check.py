@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from laneway.accounting import Pricer, Rate
 from laneway.app import build_lane
+from laneway.app.policies import hedging, retry_policy, worst_case
 from laneway.app.pricing import pricer_for
 from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.cli.check_walk import failing_walks as failing_walks  # tests/oracle reads it here
 from laneway.cli.check_walk import unreached_warnings, walk_notes
 from laneway.config.models import LaneConfig, LanewayConfig, Secret
 from laneway.core.units import format_duration
-from laneway.engine.lane import Lane, hedging, retry_policy, worst_case
+from laneway.engine.lane import Lane
 from laneway.policy.retry import RetryPolicy
 from laneway.providers.limits import limits_of
 from laneway.server.keys import KeyRing

@@ -17,9 +17,9 @@ import math
 from collections.abc import Mapping
 
 from laneway.app import build_lane
+from laneway.app.policies import retry_policy, worst_case
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import retry_policy, worst_case
 
 
 def stream_worst_case(lanes: list[LaneConfig]) -> float:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from laneway.app.policies import breaker_limits, quota_limits
 from laneway.config.models import LaneConfig
 from laneway.core.failures import SET_ASIDE
-from laneway.engine.lane import breaker_limits, quota_limits
 from laneway.policy.health import HealthPolicy
 from laneway.policy.retry import RetryPolicy
 from laneway.policy.selection import SourceSpec, WalkTime, failing_walk

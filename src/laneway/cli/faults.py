@@ -90,11 +90,12 @@ def _gateway(
     warm = {"base_url": url(f"id=warm-{run}"), "model": "sim-model"}
     lanes[WARM_LANE] = {"sources": [warm]}
     document = {"lanes": lanes, "telemetry": {"url": "none"}, "cache": {"url": ":memory:"}}
-    engine = build_engine(LanewayConfig.model_validate(document), {})
+    config = LanewayConfig.model_validate(document)
+    engine = build_engine(config, {})
     half_life = HealthPolicy().half_life * scale
     for lane in engine.lanes.values():
         lane.health = HealthPolicy(half_life=half_life)
-    return gateway_over(engine, {})
+    return gateway_over(config, engine, {})
 
 
 @asynccontextmanager

@@ -106,7 +106,7 @@ async def probe(
 
 def alone(lane: Lane, source: Source) -> Lane:
     """``lane`` with ``source`` as its only source and no fallback lanes."""
-    config = lane.config.model_copy(update={"fallback_lanes": []})
+    config = dataclasses.replace(lane.config, fallback_lanes=())
     return dataclasses.replace(lane, config=config, sources=[source])
 
 

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from laneway.app import open_transport
+from laneway.app.policies import retry_policy
 from laneway.cli.helptext import summary
 from laneway.config.load import load_config
 from laneway.config.models import LaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
-from laneway.engine.lane import retry_policy
 from laneway.sizing.candidates import CandidateSettings, Goal, candidates, recommend, score
 from laneway.sizing.hedging import hedge_lines
 from laneway.sizing.measure import Measured, measure, slow_sources

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from laneway.config.models import LaneConfig
 from laneway.core.errors import (
     AttemptFailure,
     DimensionMismatch,
@@ -44,6 +43,7 @@ from laneway.core.usage import sum_usage
 from laneway.core.vectors import Vector, conformed, encoded, floats, vector_length
 from laneway.engine.bounded import run_bounded
 from laneway.engine.recording import CallClock
+from laneway.engine.settings import LaneSettings
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
 
@@ -167,7 +167,7 @@ def _batch_job(
     return job
 
 
-def batch_size(config: LaneConfig, dimensions: int | None) -> int:
+def batch_size(config: LaneSettings, dimensions: int | None) -> int:
     """Items per upstream batch: ``max_batch_items``, fewer if the answer would not fit.
 
     The fit is judged at the pinned length with a generous size per float, so

@@ -20,7 +20,6 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol, TypeVar
 
-from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import (
     CallFailed,
@@ -34,6 +33,7 @@ from laneway.core.records import CallMeta
 from laneway.core.types import Attempt
 from laneway.engine.lane import Lane
 from laneway.engine.recording import Recorder
+from laneway.engine.settings import Routes
 from laneway.policy.deadline import Deadline
 
 
@@ -123,7 +123,7 @@ class Chain:
     @classmethod
     def of(
         cls,
-        config: LanewayConfig,
+        routes: Routes,
         lanes: Mapping[str, Lane],
         first: Lane,
         clock: Clock,
@@ -132,7 +132,7 @@ class Chain:
         caller_seconds: float | None,
     ) -> Chain:
         """The chain that starts at ``first``; ``LaneNotReady`` when none of its lanes can run."""
-        return cls(chain_of(config, lanes, first), clock, recorder, meta, caller_seconds)
+        return cls(chain_of(routes, lanes, first), clock, recorder, meta, caller_seconds)
 
     @property
     def first(self) -> Lane:
@@ -182,11 +182,11 @@ class Chain:
         return self.failure
 
 
-def chain_of(config: LanewayConfig, lanes: Mapping[str, Lane], first: Lane) -> list[Lane]:
+def chain_of(routes: Routes, lanes: Mapping[str, Lane], first: Lane) -> list[Lane]:
     """``first`` and the lanes its failures fall back to, in the order they are tried."""
     if not first.config.fallback_lanes:
         return [first]
-    return [lanes[name] for name in config.fallback_chain(first.name)]
+    return [lanes[name] for name in routes.fallback_chain(first.name)]
 
 
 def ready_alone(lane: Lane) -> Lane:

@@ -6,7 +6,6 @@ import random
 from collections.abc import Callable, Sequence
 
 from laneway.cache.port import CacheStore
-from laneway.config.models import LanewayConfig
 from laneway.core.clock import Clock
 from laneway.core.errors import (
     LaneNotReady,
@@ -41,6 +40,7 @@ from laneway.engine.ocr import DEFAULT_PROMPT, ocr_request
 from laneway.engine.parts import CallParts
 from laneway.engine.recording import Recorder
 from laneway.engine.response_cache import ResponseCache
+from laneway.engine.settings import Routes
 from laneway.engine.structured import DEFAULT_REASKS, M, StructuredResponse, structured
 from laneway.policy.deadline import Deadline
 from laneway.state.admission.base import SourceStore
@@ -49,8 +49,9 @@ from laneway.state.admission.base import SourceStore
 class Engine:
     """The lanes of one configuration, the collaborators they share, and the call loop.
 
-    The engine is given everything it uses, as ports: ``lanes`` (sources bound
-    to provider adapters), the ``transport`` that reaches upstreams (already
+    The engine is given everything it uses, as ports: ``routes`` (aliases and
+    each lane's fallback chain), ``lanes`` (sources bound to provider
+    adapters), the ``transport`` that reaches upstreams (already
     redacting when the configuration has secrets), the source ``store``
     admission shares, the ``cache`` behind the response and embedding caches
     (failures read as misses), the ``observers`` of finished calls and the
@@ -61,7 +62,7 @@ class Engine:
 
     def __init__(
         self,
-        config: LanewayConfig,
+        routes: Routes,
         lanes: dict[str, Lane],
         *,
         transport: Transport,
@@ -73,7 +74,7 @@ class Engine:
         price: RecordPricer = no_prices,
         redactor: Redactor = NO_SECRETS,
     ) -> None:
-        self.config = config
+        self.routes = routes
         self.lanes = lanes
         self.redactor = redactor
         self.transport = transport
@@ -87,9 +88,9 @@ class Engine:
     def lane(self, name: str, kind: str | None = None, *, ready: bool = True) -> Lane:
         """The lane called ``name`` or aliased by it (of ``kind`` when given), ready to run
         unless ``ready`` is false."""
-        lane = self.lanes.get(self.config.lane_of(name))
+        lane = self.lanes.get(self.routes.lane_of(name))
         if lane is None:
-            raise UnknownLane(name, sorted(self.lanes), self.config.aliases)
+            raise UnknownLane(name, sorted(self.lanes), self.routes.aliases)
         if kind is not None and lane.kind != kind:
             raise RequestInvalid("model", f"lane {name!r} is a {lane.kind} lane, not {kind}")
         if ready and lane.problems:
@@ -101,7 +102,7 @@ class Engine:
         ``fallback_lanes`` can serve (``LaneNotReady`` naming every lane otherwise)."""
         lane = self.lane(name, kind, ready=False)
         if lane.problems:
-            chain = chain_of(self.config, self.lanes, lane)
+            chain = chain_of(self.routes, self.lanes, lane)
             if all(other.problems for other in chain):
                 raise chain_not_ready(chain)
         return lane
@@ -110,7 +111,7 @@ class Engine:
         """One call's walk from the lane ``name`` down its ``fallback_lanes``
         (``LaneNotReady`` when none of them can run)."""
         first = self.lane(name, kind, ready=False)
-        return Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
+        return Chain.of(self.routes, self.lanes, first, self.clock, self.recorder, meta, deadline)
 
     def _fallbacks(
         self, first: Lane, deadline: float | None, meta: CallMeta | None
@@ -123,7 +124,7 @@ class Engine:
         if not first.config.fallback_lanes:
             ready_alone(first)
             return None
-        return Chain.of(self.config, self.lanes, first, self.clock, self.recorder, meta, deadline)
+        return Chain.of(self.routes, self.lanes, first, self.clock, self.recorder, meta, deadline)
 
     def deadline(self, lane: Lane, caller_seconds: float | None) -> Deadline:
         """The lane's deadline, tightened by the caller's own when that is shorter."""

@@ -1,31 +1,26 @@
 """A lane ready to run: its sources bound to adapters, its policies built.
 
 The lane is built by ``laneway.app.lanes`` (which binds each source to its
-provider adapter through the registry); here are the lane's shape and the
-translation of its settings into policy objects, which need no adapter.
+provider adapter through the registry, and translates the configuration into
+the frozen settings of ``engine.settings`` and the policy objects here, in
+``app.policies``); here are the lane's shape and what the process keeps of it
+between calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from laneway.config.models import (
-    BreakerConfig,
-    LaneConfig,
-    QuotaGroupConfig,
-    SourceConfig,
-    UpstreamConfig,
-)
 from laneway.core.errors import RequestInvalid
 from laneway.core.outcomes import SourceRecord
 from laneway.core.types import ChatRequest
-from laneway.policy.backoff import Backoff
+from laneway.engine.settings import LaneSettings, SourceSettings
 from laneway.policy.breaker import BreakerLimits
 from laneway.policy.health import HealthPolicy
-from laneway.policy.hedge import PERCENTILES, AnswerTimes, HedgeBudget, HedgeLimits
+from laneway.policy.hedge import AnswerTimes, HedgeBudget, HedgeLimits
 from laneway.policy.pacer import Pacer, PacerLimits
 from laneway.policy.quota import QuotaLimits
 from laneway.policy.retry import RetryPolicy
@@ -50,7 +45,7 @@ class Source:
     """
 
     name: str
-    config: SourceConfig
+    config: SourceSettings
     provider: Provider
     problems: list[str] = field(default_factory=list)
     quota: QuotaLimits | None = None
@@ -144,23 +139,12 @@ class Hedging:
     answered: AnswerTimes = field(default_factory=AnswerTimes)
 
 
-def hedging(config: LaneConfig) -> Hedging | None:
-    """The lane's hedge as policy objects, or ``None`` when it declares none."""
-    hedge = config.hedge
-    if hedge is None:
-        return None
-    fixed = hedge.after if isinstance(hedge.after, float) else None
-    percentile = None if fixed is not None else PERCENTILES[str(hedge.after)]
-    limits = HedgeLimits(fixed, percentile, hedge.max_share, config.per_attempt)
-    return Hedging(limits, HedgeBudget(hedge.max_share))
-
-
 @dataclass(slots=True)
 class Lane:
     """A named route: sources in priority order and the enforced policies."""
 
     name: str
-    config: LaneConfig
+    config: LaneSettings
     sources: list[Source]
     policy: RetryPolicy
     breaker: BreakerLimits = field(default_factory=BreakerLimits)
@@ -183,7 +167,7 @@ class Lane:
     """The store scope of the sources' states: the lane's name, or ``SHARED_SCOPE``."""
     paced: bool = field(init=False)
     """Whether any source limits its concurrency (AIMD)."""
-    hedging: Hedging | None = field(init=False)
+    hedging: Hedging | None = None
     """The lane's hedge (``None``: no hedge, and no hedge work on its calls)."""
 
     def __post_init__(self) -> None:
@@ -195,7 +179,6 @@ class Lane:
         shared = any(source.config.deployment is not None for source in self.sources)
         self.scope = SHARED_SCOPE if shared else self.name
         self.paced = any(source.pacing is not None for source in self.sources)
-        self.hedging = hedging(self.config)
 
     @property
     def kind(self) -> str:
@@ -218,57 +201,3 @@ class Lane:
             raise RequestInvalid(
                 first.field, f"{first.reason}; no source of lane {self.name} can carry it"
             )
-
-
-def breaker_limits(config: BreakerConfig) -> BreakerLimits:
-    """A breaker configuration as the policy's limits."""
-    return BreakerLimits(failures=config.failures, window=config.window, cooldown=config.cooldown)
-
-
-def retry_policy(config: LaneConfig) -> RetryPolicy:
-    """The lane's retry semantics as a pure policy object.
-
-    A ``retry_on`` list lets each listed class spend every retry; a map gives
-    each its own count.
-    """
-    b = config.backoff
-    listed = config.retry_on
-    counts = (
-        {str(label): count for label, count in listed.items()}
-        if isinstance(listed, dict)
-        else dict.fromkeys((str(label) for label in listed), config.retries)
-    )
-    return RetryPolicy(
-        retries=config.retries,
-        retry_on=counts,
-        backoff=Backoff(kind=b.kind, base=b.base, cap=b.cap, jitter=b.jitter),
-        min_attempt=config.min_attempt,
-        max_pushback_wait=config.max_pushback_wait,
-        max_pushbacks=config.max_pushbacks,
-        per_class=isinstance(listed, dict),
-    )
-
-
-def worst_case(config: LaneConfig) -> float:
-    """The longest one call of the lane can take: its retry schedule, capped by its deadline."""
-    return retry_policy(config).worst_case(config.per_attempt, config.deadline)
-
-
-def quota_limits(
-    config: UpstreamConfig, groups: Mapping[str, QuotaGroupConfig] | None = None
-) -> QuotaLimits | None:
-    """The source's quota (its group's when it has one), or ``None`` when it has none."""
-    limits: UpstreamConfig | QuotaGroupConfig = config
-    if config.quota_group is not None and groups is not None and config.quota_group in groups:
-        limits = groups[config.quota_group]
-    if limits.rpm is None and limits.tpm is None:
-        return None
-    return QuotaLimits(rpm=limits.rpm, tpm=limits.tpm, est_tokens=config.est_tokens)
-
-
-def pacer_limits(config: UpstreamConfig) -> PacerLimits | None:
-    """The source's AIMD range, or ``None`` when its concurrency is not limited."""
-    c = config.concurrency
-    if c is None:
-        return None
-    return PacerLimits(min=c.min, max=c.max, initial=c.initial, cut_factor=c.cut_factor)

@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 
 from laneway.cache.port import CacheStore
-from laneway.config.models import ChatCacheConfig
 from laneway.core.clock import TimeSource
 from laneway.core.types import CacheControl, CacheStatus, ChatRequest, LLMResponse, Reasoning, Usage
 from laneway.engine.lane import Lane
+from laneway.engine.settings import ResponseCacheSettings
 
 NOT_SEMANTIC = frozenset({"stream", "stream_options"})
 """Parameters that change how an answer is delivered, not what it says."""
@@ -80,7 +80,7 @@ class ResponseCache:
         await self.store.put_many({lookup.key: encode_response(response)}, lookup.ttl)
 
 
-def wants_cache(cache: ChatCacheConfig, request: ChatRequest) -> bool:
+def wants_cache(cache: ResponseCacheSettings, request: ChatRequest) -> bool:
     """Whether the lane's declared cache covers ``request`` (its ``when``)."""
     if cache.when == "temperature0":
         temperature = request.params.get("temperature")

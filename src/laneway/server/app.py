@@ -42,6 +42,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from laneway.config.models import LanewayConfig
 from laneway.core.errors import LanewayError, RequestInvalid
 from laneway.core.records import CallMeta
 from laneway.engine.gateway import Engine
@@ -81,7 +82,7 @@ log = logging.getLogger("laneway.server")
 
 
 class Gateway:
-    """Serves the endpoints of the module doc over ``engine``.
+    """Serves the endpoints of the module doc over ``engine``, as ``config`` says.
 
     ``metrics`` (also an observer of ``engine``) enables ``GET /metrics``;
     ``telemetry`` (also an observer) is started and flushed by the lifespan.
@@ -94,6 +95,7 @@ class Gateway:
 
     def __init__(
         self,
+        config: LanewayConfig,
         engine: Engine,
         environ: Mapping[str, str],
         *,
@@ -105,7 +107,7 @@ class Gateway:
         stored: StoredKeys | None = None,
         admin: AdminApi | None = None,
     ) -> None:
-        config = engine.config
+        self.config = config
         self.stored = stored
         self.engine = engine
         self.metrics = metrics
@@ -121,25 +123,22 @@ class Gateway:
         self.redactor = engine.redactor
         self.config_id = config_id
         self.browsers = BrowserGuard(config.server, open_gateway=self.keys.open)
-        self.parts = parts = GatewayParts(engine, self.keys, self.limits, metrics, self.calls)
+        self.parts = GatewayParts(config.server, engine, self.keys, limits, metrics, self.calls)
         self.status = None if metrics is None else self._status_page(metrics, stored)
-        scrapes = (
-            None if metrics is None or self.status is None else Scrapes(parts, metrics, self.status)
-        )
-        health = Health(parts, self.states, config_id)
-        self.router = Router(route_table(parts, health, scrapes), Models(parts).one)
+        self.router = self._router(metrics)
         self.admin: Admin | None = None
         if admin is not None:
             from laneway.server.endpoints.admin import Admin
 
-            self.admin = Admin(parts, admin)
+            self.admin = Admin(self.parts, admin)
         self.lifecycle = Lifecycle(
             engine,
             metrics=metrics,
             telemetry=telemetry,
-            limits=self.limits,
+            limits=limits,
             stored=stored,
             admin=admin,
+            snapshot_every=config.server.worker_snapshot_interval,
         )
 
     def _status_page(self, metrics: Metrics, stored: StoredKeys | None) -> StatusPage:
@@ -147,7 +146,18 @@ class Gateway:
         limits."""
         limits = self.limits
         board = None if limits is None else BudgetBoard(limits.ledger, limits.keys.values(), stored)
-        return StatusPage(self.engine, metrics, board)
+        shared = self.config.state.url is not None
+        return StatusPage(self.engine, metrics, board, shared_state=shared)
+
+    def _router(self, metrics: Metrics | None) -> Router:
+        """The route table of this config's endpoints (``/metrics`` and the status page with
+        ``metrics`` only)."""
+        parts = self.parts
+        scrapes = None
+        if metrics is not None and self.status is not None:
+            scrapes = Scrapes(parts, metrics, self.status)
+        health = Health(parts, self.states, self.config_id)
+        return Router(route_table(parts, health, scrapes), Models(parts).one)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point: HTTP requests and the lifespan protocol."""

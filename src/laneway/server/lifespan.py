@@ -45,8 +45,11 @@ class Lifecycle:
         limits: KeyLimits | None,
         stored: StoredKeys | None,
         admin: AdminApi | None,
+        snapshot_every: float,
     ) -> None:
         self.engine = engine
+        self.snapshot_every = snapshot_every
+        """Seconds between the snapshots workers share (``server.worker_snapshot_interval``)."""
         self.metrics = metrics
         self.telemetry = telemetry
         self.limits = limits
@@ -75,8 +78,7 @@ class Lifecycle:
         if self.telemetry is not None:
             self.telemetry.start()
         if self.metrics is not None and self.metrics.share is not None:
-            every = self.engine.config.server.worker_snapshot_interval
-            self._sharing = asyncio.create_task(self.metrics.share_snapshots(every))
+            self._sharing = asyncio.create_task(self.metrics.share_snapshots(self.snapshot_every))
         if self.stored is not None:
             self.stored.start()
         freeze_startup_heap()

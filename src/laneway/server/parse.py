@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from laneway.config.models import LaneConfig
 from laneway.core.errors import RequestInvalid, RequestTooLarge
 from laneway.core.types import CacheControl, EmbedInput
 from laneway.engine.embedding import BYTES_PER_FLOAT, BYTES_PER_ITEM
+from laneway.engine.settings import LaneSettings
 from laneway.wire.openai.embeddings import EmbedCall
 
 _TOTAL_TIMEOUTS = (
@@ -27,7 +27,7 @@ def _input_bytes(item: EmbedInput) -> int:
     return len(item.encode()) if isinstance(item, str) else len(item)
 
 
-def check_embed_bounds(call: EmbedCall, lane: LaneConfig) -> None:
+def check_embed_bounds(call: EmbedCall, lane: LaneSettings) -> None:
     """Refuse (413) an embeddings request over its lane's bounds, before any upstream call.
 
     Input bytes are counted in characters first: a count over the bound is

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from laneway.config.models import ServerConfig
 from laneway.core.errors import UnknownLane
 from laneway.core.records import CallMeta
 from laneway.core.types import (
@@ -36,7 +37,8 @@ NO_CALL = call_headers("", None, 0)
 
 
 class GatewayParts:
-    """The shared steps of the endpoints (see the module doc), over one config's engine."""
+    """The shared steps of the endpoints (see the module doc), over one config's engine;
+    ``server`` is its ``server:`` settings."""
 
     __slots__ = (
         "_all_lanes",
@@ -48,17 +50,19 @@ class GatewayParts:
         "margin",
         "metrics",
         "redactor",
+        "server",
     )
 
     def __init__(
         self,
+        server: ServerConfig,
         engine: Engine,
         keys: KeyRing,
         limits: KeyLimits | None,
         metrics: Metrics | None,
         calls: CallsInFlight,
     ) -> None:
-        server = engine.config.server
+        self.server = server
         self.engine = engine
         self.keys = keys
         self.limits = limits
@@ -101,7 +105,7 @@ class GatewayParts:
     def lane(self, caller: Caller, data: dict[str, Any], ctx: RequestContext) -> str:
         """The lane the body's ``model`` names (itself or by an alias), if the caller may use it."""
         model = lane_name(data)
-        name = self.engine.config.lane_of(model)
+        name = self.engine.routes.lane_of(model)
         if not caller.may_use(name):
             if name in self.engine.lanes:
                 raise Refused(403, "permission_denied", f"this key may not use lane {name!r}")

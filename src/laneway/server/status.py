@@ -62,18 +62,25 @@ class StatusPage:
     """Builds the status data of ``engine`` and ``metrics`` when asked, as HTML or JSON."""
 
     def __init__(
-        self, engine: Engine, metrics: Metrics, budgets: BudgetBoard | None = None
+        self,
+        engine: Engine,
+        metrics: Metrics,
+        budgets: BudgetBoard | None = None,
+        *,
+        shared_state: bool,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
         self.budgets = budgets
         """Keys' and teams' spend against their budgets (``None``: no key has limits)."""
+        self.shared_state = shared_state
+        """Whether admission's state is shared (``state.url``): the page says so."""
 
     async def standings(self) -> list[LaneStanding]:
         """Every lane's standing now (one store peek per lane)."""
         engine = self.engine
         store = engine.loop.admission.store
-        return await stand(engine.lanes, store, engine.clock, engine.config.fallback_chain)
+        return await stand(engine.lanes, store, engine.clock, engine.routes.fallback_chain)
 
     async def gauges(self) -> list[Metric]:
         """``/metrics``' breaker-state and source-health gauges, read now."""
@@ -88,12 +95,11 @@ class StatusPage:
         """Everything the page shows (the ``/status.json`` body)."""
         engine = self.engine
         standings = await self.standings()
-        shared_state = engine.config.state.url is not None
         worker = {
             "pid": os.getpid(),
             "history": "every worker" if self.metrics.share is not None else "this process",
             "live_state": "shared store, AIMD and Retry-After of this worker"
-            if shared_state
+            if self.shared_state
             else "this worker",
         }
         wall = engine.clock.wall()

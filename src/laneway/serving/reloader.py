@@ -133,7 +133,7 @@ class Reloader:
             )
             self.report(config_id.generation, config_id.hash, reason)
             return
-        old_config = current.engine.config
+        old_config = current.config
         self.app.swap(built, loaded.config.server.drain_timeout)
         took = time.perf_counter() - began
         described = describe_reload(old_config, loaded, generation, self.app.draining)

@@ -14,9 +14,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from laneway.app.policies import worst_case
 from laneway.config.models import LaneConfig
 from laneway.core.units import format_duration
-from laneway.engine.lane import worst_case
 from laneway.sizing.replay import replay
 from laneway.sizing.samples import RecordedCall, answer_times, percentile
 

@@ -25,7 +25,7 @@ class Health:
         self, parts: GatewayParts, states: list[LaneState], config_id: ConfigId | None
     ) -> None:
         self.parts = parts
-        server = parts.engine.config.server
+        server = parts.server
         status, body = readiness_body(states, parts.keys.problems, server.ready, config_id)
         self._ready = status, parts.redactor.bytes(body)
         summary: dict[str, object] = {"ready": status == 200}
