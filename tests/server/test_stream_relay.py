@@ -13,12 +13,12 @@ from typing import Any
 import orjson
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.clocks import VirtualClock
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
 from laneway.http.sse import lines_of
-from laneway.server import Gateway
 from laneway.server.asgi import Message
 from tests.server.support import Records
 from tests.virtual import VirtualSim, in_virtual_time
@@ -114,7 +114,7 @@ async def relay(
     """The body messages the gateway sent for one streamed call, and the call's records."""
     records = Records()
     engine = build_engine(config, {}, transport=transport, clock=vsim.clock, observers=[records])
-    gateway = Gateway(engine, {})
+    gateway = gateway_over(config, engine, {})
     body = {"model": "chat", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     payload = orjson.dumps({**body, **asked})
     scope = {
