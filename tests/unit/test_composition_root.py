@@ -10,11 +10,8 @@ factory: ``open_store`` makes a ``MemoryStore``).
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from pathlib import Path
+from tests.unit.sources import package_modules, summarize
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = "laneway.app"
 
 MADE_ONLY_IN_APP: dict[str, str] = {
@@ -47,20 +44,21 @@ that defines it, where it may also be called."""
 
 def test_stores_caches_transports_pricers_metrics_and_ledgers_are_made_only_in_app() -> None:
     made = [
-        f"{module}:{line} {name}()"
-        for module, tree in _modules()
-        for name, line in _calls(tree)
-        if not _inside(module, ROOT) and not _inside(module, MADE_ONLY_IN_APP[name])
+        f"{module.dotted}:{line} {name}()"
+        for module in package_modules()
+        for name, line in module.calls
+        if name in MADE_ONLY_IN_APP
+        and not _inside(module.dotted, ROOT)
+        and not _inside(module.dotted, MADE_ONLY_IN_APP[name])
     ]
     assert not made, f"made outside laneway.app (hand it in from there instead): {made}"
 
 
 def test_every_listed_constructor_is_defined_in_its_package() -> None:
     defined = {
-        (node.name, module)
-        for module, tree in _modules()
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        (definition.split(" ", 1)[1].rsplit(".", 1)[-1], module.dotted)
+        for module in package_modules()
+        for definition, _ in module.sizes
     }
     missing = [
         name
@@ -71,26 +69,12 @@ def test_every_listed_constructor_is_defined_in_its_package() -> None:
 
 
 def test_the_walk_finds_calls_by_name_and_by_attribute() -> None:
-    tree = ast.parse("x = Metrics()\ny = accounting.Pricer.for_lanes(lanes)\nMetricsLike()\n")
-    assert list(_calls(tree)) == [("Metrics", 1), ("for_lanes", 2)]
-
-
-def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted((SRC / "laneway").rglob("*.py")):
-        parts = path.relative_to(SRC).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        yield module, ast.parse(path.read_text())
-
-
-def _calls(tree: ast.AST) -> Iterator[tuple[str, int]]:
-    """Each call of a listed name in ``tree``: ``Name(...)`` or ``something.Name(...)``."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        if name in MADE_ONLY_IN_APP:
-            yield name, node.lineno
+    text = "x = Metrics()\ny = accounting.Pricer.for_lanes(lanes)\nMetricsLike()\n"
+    calls = summarize(("laneway", "m"), text).calls
+    assert [call for call in calls if call[0] in MADE_ONLY_IN_APP] == [
+        ("Metrics", 1),
+        ("for_lanes", 2),
+    ]
 
 
 def _inside(module: str, package: str) -> bool:

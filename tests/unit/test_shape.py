@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from functools import cache
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.unit.sources import definition_sizes, package_modules
 
 MODULE_LINES = 400
 CLASS_LINES = 250
@@ -54,110 +52,38 @@ def test_the_shape_measures_what_it_says() -> None:
         'class A:\n    """Doc."""\n\n    def f(self) -> None:\n        pass\n\n'
         "def g() -> None:\n    def h() -> None:\n        pass\n"
     )
-    sizes = dict(_definitions("m", ast.parse(source)))
-    assert sizes == {"class m:A": 5, "function m:A.f": 2, "function m:g": 3, "function m:g.h": 2}
+    sizes = dict(definition_sizes(ast.parse(source)))
+    assert sizes == {"class A": 5, "function A.f": 2, "function g": 3, "function g.h": 2}
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert _circles(graph) == [{"a", "b", "c"}]
 
 
 def _oversized() -> Iterator[tuple[str, int]]:
     """Each module, class and function of ``laneway`` over its limit, with its size."""
-    for name, (lines, tree) in _parsed().items():
-        if lines > MODULE_LINES:
-            yield f"module {name}", lines
-        for definition, size in _definitions(name, tree):
-            limit = CLASS_LINES if definition.startswith("class") else FUNCTION_LINES
-            if size > limit:
-                yield definition, size
-
-
-def _definitions(module: str, tree: ast.AST) -> Iterator[tuple[str, int]]:
-    """Every class and function in ``tree`` (nested ones too) with its length in lines."""
-    stack: list[tuple[ast.AST, str]] = [(tree, "")]
-    while stack:
-        parent, prefix = stack.pop()
-        for node in _statements(parent):
-            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                assert node.end_lineno is not None
-                kind = "class" if isinstance(node, ast.ClassDef) else "function"
-                name = f"{prefix}{node.name}"
-                yield f"{kind} {module}:{name}", node.end_lineno - node.lineno + 1
-                stack.append((node, f"{name}."))
-            else:
-                stack.append((node, prefix))
-
-
-def _statements(node: ast.AST) -> Iterator[ast.AST]:
-    """The statements directly inside ``node`` (and its ``except`` and ``case`` clauses):
-    definitions and imports are statements, so expressions need no walking."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
-            yield child
-
-
-@cache
-def _modules() -> dict[str, Path]:
-    """Every module of ``laneway`` by its dotted name (a package by its ``__init__``)."""
-    found: dict[str, Path] = {}
-    for path in sorted((SRC / "laneway").rglob("*.py")):
-        parts = path.relative_to(SRC).with_suffix("").parts
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return found
-
-
-@cache
-def _parsed() -> dict[str, tuple[int, ast.Module]]:
-    """Each module's length in lines and its syntax tree, read once for every test here."""
-    parsed: dict[str, tuple[int, ast.Module]] = {}
-    for name, path in _modules().items():
-        text = path.read_text()
-        parsed[name] = len(text.splitlines()), ast.parse(text)
-    return parsed
+    for module in package_modules():
+        if module.lines > MODULE_LINES:
+            yield f"module {module.dotted}", module.lines
+        for definition, size in module.sizes:
+            kind, name = definition.split(" ", 1)
+            if size > (CLASS_LINES if kind == "class" else FUNCTION_LINES):
+                yield f"{kind} {module.dotted}:{name}", size
 
 
 def _import_graph() -> dict[str, set[str]]:
     """Which ``laneway`` modules each one imports when it runs (not under ``TYPE_CHECKING``),
     at its top or inside a function: a lazy import closes a circle as well when it runs."""
-    modules = _modules()
+    names = {module.dotted for module in package_modules()}
     graph: dict[str, set[str]] = {}
-    for name, (_, tree) in _parsed().items():
-        package = name if modules[name].name == "__init__.py" else name.rpartition(".")[0]
-        graph[name] = set(_imported(tree, package, modules)) - {name}
+    for module in package_modules():
+        imported: set[str] = set()
+        for base, members in module.imports:
+            if not members:
+                imported.add(base)
+            for member in members:
+                child = f"{base}.{member}"
+                imported.add(child if child in names else base)
+        graph[module.dotted] = (imported & names) - {module.dotted}
     return graph
-
-
-def _imported(tree: ast.AST, package: str, modules: dict[str, Path]) -> Iterator[str]:
-    stack = [tree]
-    while stack:
-        for node in _statements(stack.pop()):
-            if isinstance(node, ast.If) and _is_type_checking(node.test):
-                stack.extend(node.orelse)
-            elif isinstance(node, ast.Import):
-                yield from (alias.name for alias in node.names if alias.name in modules)
-            elif isinstance(node, ast.ImportFrom):
-                yield from _imported_from(node, package, modules)
-            else:
-                stack.append(node)
-
-
-def _imported_from(node: ast.ImportFrom, package: str, modules: dict[str, Path]) -> Iterator[str]:
-    """The modules ``from X import a, b`` loads: ``X.a`` where it is a module, else ``X``."""
-    base = node.module or ""
-    if node.level:
-        anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-        base = f"{anchor}.{base}" if base else anchor
-    for alias in node.names:
-        child = f"{base}.{alias.name}"
-        if child in modules:
-            yield child
-        elif base in modules:
-            yield base
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
 
 
 def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
