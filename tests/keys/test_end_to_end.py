@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
-from laneway.cli.compose import build_gateway
+from laneway.app.composer import build_gateway
 from laneway.config.models import LanewayConfig
 from laneway.sim import RunningSim
 from tests.helpers import unique_spec
