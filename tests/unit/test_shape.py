@@ -21,7 +21,6 @@ CLASS_LINES = 250
 FUNCTION_LINES = 50
 
 OVER: dict[str, int] = {
-    "class laneway.engine.decision:CallDecision": 271,
     "class laneway.telemetry.writer:TelemetryWriter": 284,
 }
 """Over a limit when this test was written (issue 25's shape target), each with its size then."""
