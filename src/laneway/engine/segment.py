@@ -69,6 +69,10 @@ class OpenedAnswer:
         """What the answer delivered so far."""
         return self.events.progress
 
+    async def aclose(self) -> None:
+        """Close the answer's connection (a hedge race's loser that opened too)."""
+        await self.stack.aclose()
+
 
 async def open_answer(
     transport: Transport,

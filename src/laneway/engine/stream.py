@@ -49,7 +49,7 @@ from laneway.engine.continuation import (
     Resume,
 )
 from laneway.engine.relay import CHUNKS, Encode, RelayOutput, StreamOutput
-from laneway.engine.segment import Broken, Segment, ask_source, prefilled
+from laneway.engine.segment import Broken, OpenedAnswer, Segment, ask_source, prefilled
 from laneway.engine.stream_facts import SentAnswer, StreamAttempts
 from laneway.policy.deadline import Deadline
 from laneway.policy.quota import request_tokens
@@ -244,6 +244,8 @@ class LaneStream:
                 ),
                 request_tokens=request_tokens(sized),
                 hold=True,
+                hedged=not continuation,
+                discard=OpenedAnswer.aclose,
             )
         except CallFailed as exc:
             self._attempts.ran(exc.attempts, continuation)
@@ -254,7 +256,8 @@ class LaneStream:
         self.source = done.source.name
         if self.first_token_at is None:
             self.first_token_at = parts.clock.now()
-        index = self._attempts.opened(self.source, continuation)
+        began = done.held.started - self._started if lane.hedging is not None else None
+        index = self._attempts.opened(self.source, continuation, hedge=done.hedge, began=began)
         clock = parts.clock
         return Segment(
             done.source, done.result, done.held, index, continuation, lane, clock, self._deadline

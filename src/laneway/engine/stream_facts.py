@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from laneway.core.types import Attempt, ChatChunk, Usage
+from laneway.core.types import HEDGE_WON, Attempt, ChatChunk, Usage
 from laneway.core.usage import sum_usage
 from laneway.engine.continuation import Resume
 from laneway.engine.events import RawEvents, Text, joined_text
@@ -82,9 +82,14 @@ class StreamAttempts:
         self._made.extend([*attempts, *self._refusals])
         self._refusals.clear()
 
-    def opened(self, source: str, continuation: bool) -> int:
-        """A segment's attempt, answering; its index, to be brought up to date when it ends."""
-        self._made.append(Attempt(source, "ok", 0.0, 200, continuation=continuation))
+    def opened(
+        self, source: str, continuation: bool, *, hedge: bool = False, began: float | None = None
+    ) -> int:
+        """A segment's attempt, answering (``hedge``: a hedge that won its race, first to its
+        first token); its index, to be brought up to date when it ends."""
+        outcome = HEDGE_WON if hedge else "ok"
+        attempt = Attempt(source, outcome, 0.0, 200, continuation=continuation, began=began)
+        self._made.append(attempt)
         return len(self._made) - 1
 
     def opening(self, index: int) -> Attempt:
