@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 from laneway.accounting.cost import cost_of
 from laneway.config.models import KeyConfig, LanewayConfig
 from laneway.core.errors import LanewayError
-from laneway.core.types import Attempt, ChatRequest, EmbedRequest, Usage
+from laneway.core.types import UNJUDGED, Attempt, ChatRequest, EmbedRequest, Usage
 from laneway.policy.quota import request_tokens, used_tokens
 from laneway.server.asgi import Headers
 from laneway.server.errors import Refused
@@ -264,6 +264,10 @@ class KeyLimits:
         else:
             tokens = used_tokens(usage) if usage is not None and usage.known else None
             usd = self._cost(hold, answer, answered_on or hold.lane)
+            losers = race_losers(answer.attempts)
+            if losers:  # the provider may bill a cancelled loser: it counts by its reservation
+                tokens = None if tokens is None else tokens + losers * hold.ask.tokens
+                usd = None if usd is None else usd + losers * hold.ask.usd
         spend = await self.ledger.settle(hold.ask, tokens, usd)
         if self.alerts is not None and hold.terms is not None and spend:
             self.alerts.spent(hold.terms, spend, hold.carried or {})
@@ -339,6 +343,12 @@ class BudgetWatch(Protocol):
 
     async def aclose(self) -> None:
         """Stop sending."""
+
+
+def race_losers(attempts: Sequence[Attempt]) -> int:
+    """The attempts of a hedge race cancelled because another won (``began`` marks a raced
+    attempt; a stream its caller closed is cancelled too, but counted by its own usage)."""
+    return sum(1 for a in attempts if a.outcome in UNJUDGED and a.began is not None)
 
 
 def stores_keys(config: LanewayConfig) -> bool:
