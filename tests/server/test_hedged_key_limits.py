@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from laneway.config.models import KeyConfig
 from laneway.core.clock import FakeClock
 from laneway.core.types import CANCELLED, HEDGE_LOST, HEDGE_WON, Attempt, ChatRequest, Usage
+from laneway.server.key_terms import config_terms
 from laneway.server.limits import KeyLimits, race_losers
-from laneway.state.keys import MemoryKeyLedger
+from laneway.state.keys.memory import MemoryKeyLedger
 
 KEY = KeyConfig(name="k", sha256="0" * 64, tpm=10_000)
 REQUEST = ChatRequest([{"role": "user", "content": "x" * 400}], {})
@@ -31,9 +32,9 @@ async def tokens_left_after(answer: Answer) -> int:
     """The key's tpm left once ``answer`` settled (read from the next call's reservation)."""
     clock = FakeClock()
     limits = KeyLimits([KEY], {"l": ("chat", ["a", "b"])}, MemoryKeyLedger(clock), clock, None)
-    hold = await limits.hold(KEY, "l", REQUEST)
+    hold = await limits.hold(config_terms(KEY), "l", REQUEST)
     await limits.settle(hold, answer, None)
-    after = await limits.hold(KEY, "l", None)
+    after = await limits.hold(config_terms(KEY), "l", None)
     return int(dict(after.rate_headers())[b"x-ratelimit-remaining-tokens"])
 
 
