@@ -20,12 +20,14 @@ answer) go chunk by chunk: their opening must be compared and cut.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
 from laneway.core.types import ChatChunk
+from laneway.engine.read_watch import ReadWatch
 from laneway.engine.segment import Broken
 
 if TYPE_CHECKING:
@@ -43,32 +45,56 @@ async def relayed(
     """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut.
 
     Each wait for a read that holds an event is bounded by the segment's
-    wait limit (idle, deadline, final grace); the scope closes before the
-    piece is yielded, so it never spans the caller's send.
+    wait limit (idle, deadline, final grace), watched by one timer across
+    the reads (``ReadWatch``); no wait spans the caller's send.
     """
-    events, clock = segment.opened.events, segment.clock
+    events = segment.opened.events
     opening = [encode(sent.took(chunk)) for chunk in segment.opened.buffered]
     rest = events.unread()
     if rest:
         opening.append(_piece(segment, scan, encode, sent, rest) or b"")
     yield b"".join(opening)
-    progress = events.progress
-    while True:
-        piece = None
-        now = clock.now()
-        try:
-            async with clock.deadline(now + segment.wait_limit(now)):
-                while piece is None and (block := await events.read_block()) is not None:
-                    piece = _piece(segment, scan, encode, sent, block)
-        except (AttemptFailure, TimeoutError) as exc:
-            if progress.finished:
-                break
-            raise Broken(segment.why_broken(exc)) from None
-        if piece is None:
-            break
-        yield piece
-    if not progress.finished:
+    watch = ReadWatch(segment.clock)
+    try:
+        while (piece := await _next_piece(segment, scan, encode, sent, watch)) is not None:
+            yield piece
+    finally:
+        watch.close()
+    if not events.progress.finished:
         raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
+
+
+async def _next_piece(
+    segment: Segment,
+    scan: Callable[[bytes], int],
+    encode: Encode,
+    sent: SentAnswer,
+    watch: ReadWatch,
+) -> bytes | None:
+    """The next read that holds an event, as bytes to send; ``None`` once the answer ended.
+
+    A read cut at its limit (or broken) after the final chunk ends the
+    answer; before it, the segment is ``Broken``.
+    """
+    events, now = segment.opened.events, segment.clock.now()
+    watch.begin(now + segment.wait_limit(now))
+    piece = None
+    cause: BaseException | None = None
+    try:
+        while piece is None and (block := await events.read_block()) is not None:
+            piece = _piece(segment, scan, encode, sent, block)
+    except asyncio.CancelledError:
+        if not watch.end():
+            raise
+        cause = TimeoutError()
+    except AttemptFailure as failure:
+        watch.end()
+        cause = failure
+    else:
+        watch.end()
+    if cause is None or events.progress.finished:
+        return piece
+    raise Broken(segment.why_broken(cause)) from None
 
 
 def _piece(
