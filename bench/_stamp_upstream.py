@@ -3,7 +3,8 @@
 Raw asyncio (no framework), so the upstream costs little beside the gateway under test:
 
 - ``POST {prefix}/v1/chat/completions`` with ``"stream": true``: ``--chunks`` SSE
-  chunks ``--interval-ms`` apart (``/fast`` prefix: back to back), each chunk's
+  chunks ``--interval-ms`` apart (``/fast`` prefix: back to back; ``/burst`` prefix: the
+  whole answer in one write, so how the relay's reads cut it does not hang on timing), each chunk's
   ``content`` the ``time.monotonic()`` at which it was written (CLOCK_MONOTONIC is one
   clock for every process of the host, so a client can subtract it from its own
   reading); then a usage chunk and ``[DONE]``. Without ``stream``: one small completion.
@@ -139,12 +140,22 @@ class Upstream(asyncio.Protocol):
         elif path.endswith("/chat/completions"):
             self.stats.chat_times.append(time.monotonic())
             if b'"stream":true' in body.replace(b" ", b""):
+                if path.startswith("/burst/"):
+                    self.burst()
+                    return
                 fast = path.startswith("/fast/")
                 self.streaming = asyncio.ensure_future(self.stream(0.0 if fast else None))
             else:
                 self.transport.write(_answer(_FIXED))
         else:
             self.transport.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+
+    def burst(self) -> None:
+        """The stamped chunks and the closing events in one chunked-encoding write."""
+        assert self.transport is not None
+        events = b"".join(_CHUNK % time.monotonic() for _ in range(self.args.chunks)) + _CLOSING
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(events), events)
+        self.transport.write(_SSE_HEAD + body)
 
     async def stream(self, interval: float | None) -> None:
         """The stamped chunks; a transport closed under it ends the task (counted above)."""

@@ -10,14 +10,15 @@
 # checkout's .venv and driver (bench/_stream_requests.py): the `laneway serve` app of a config with
 # one chat lane on the stamp upstream (bench/_stamp_upstream.py, CPU 0), a key with an rpm limit,
 # SQLite telemetry and the JSON access log, served in the driver's process (CPU 1) to an aiohttp
-# client in the same event loop, c=1, under `valgrind --tool=callgrind`. The upstream writes its
-# chunks back to back, so the gateway reads several events at once (as many as arrive while it
-# works: the figure moves a little with the host's speed). 10 and 30 streams of 2 chunks and 10
-# of 202: the difference of 202 and 2 chunks over 2,000 is the instructions of one relayed
-# chunk; of 30 and 10 streams over 20, those of one 2-chunk stream: a stream's fixed part
-# (request, admission, opening, first chunk, settle, record) and one more chunk. Paced chunks
-# (one event a read) are not counted here: under callgrind the gateway takes milliseconds a
-# chunk, so their reads merge, and the loop's idle work between them is counted with them.
+# client in the same event loop (uvloop), c=1, under `valgrind --tool=callgrind`. The upstream
+# writes each answer whole in one write (its `/burst` path), so how the reads cut it does not hang
+# on the host's speed: the counts repeat. 10 and 30 streams of 2 chunks and 10 of 202: the
+# difference of 202 and 2 chunks over 2,000 is the instructions of one relayed chunk when chunks
+# arrive many to a read (a relay's cost per event); of 30 and 10 streams over 20, those of one
+# 2-chunk stream: a stream's fixed part (request, admission, opening, first chunk, settle,
+# record) and one more chunk. What a read costs beyond its events (one event a read, as a paced
+# stream arrives) is not counted here: under callgrind the gateway takes milliseconds a read, so
+# paced reads merge, and the loop's idle work between them would count with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -37,14 +38,14 @@ upstream() {  # CHUNKS -> the port of a stamp upstream streaming CHUNKS chunks
 total() {  # TREE PORT STREAMS -> callgrind's total instructions of the driver process
   rm -f "$out/telemetry.sqlite3"*
   local where="$out/laneway.yaml"
-  [[ "$1" == bare ]] && where="bare:http://127.0.0.1:$2/fast"
+  [[ "$1" == bare ]] && where="bare:http://127.0.0.1:$2/burst"
   cat >"$out/laneway.yaml" <<YAML
 lanes:
   gw:
     kind: chat
     deadline: 60s
     sources:
-      - {provider: openai, base_url: "http://127.0.0.1:$2/fast/v1", model: m}
+      - {provider: openai, base_url: "http://127.0.0.1:$2/burst/v1", model: m}
 server:
   host: 127.0.0.1
   keys:
