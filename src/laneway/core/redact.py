@@ -100,9 +100,16 @@ class Redactor:
         return self._text.sub(REDACTED, value)
 
     def bytes(self, value: bytes) -> bytes:
-        """``value`` (UTF-8 text) without secrets."""
-        if self._bytes is None or not _holds_a_lead(value, self._byte_leads):
+        """``value`` (UTF-8 text) without secrets (every streamed read comes through here)."""
+        if self._bytes is None:
             return value
+        leads = self._byte_leads
+        if leads is not None:
+            for lead in leads:
+                if lead in value:
+                    break
+            else:
+                return value
         if self._bytes.search(value) is None:
             return value
         return self._bytes.sub(REDACTED.encode(), value)

@@ -23,12 +23,18 @@ from laneway.core.types import ChatChunk, Usage
 from laneway.providers.base import EventParser
 
 
-@dataclass(frozen=True, slots=True)
 class RawEvents:
-    """A block of events passed on as they came, parsed only when something asks."""
+    """A block of events passed on as they came, parsed only when something asks.
 
-    block: bytes
-    parser: EventParser
+    A plain slotted class: one is made a relayed read, and a frozen
+    dataclass's ``__init__`` costs twice a plain one's.
+    """
+
+    __slots__ = ("block", "parser")
+
+    def __init__(self, block: bytes, parser: EventParser) -> None:
+        self.block = block
+        self.parser = parser
 
     def chunks(self) -> list[ChatChunk]:
         """The block's events (a stateless parser's, so reading them later reads the same)."""

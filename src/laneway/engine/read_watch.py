@@ -28,7 +28,16 @@ if TYPE_CHECKING:
 class ReadWatch:
     """Cuts each read of one segment at the limit it began with (see the module's docstring)."""
 
-    __slots__ = ("_cancelling", "_clock", "_due", "_rang", "_set_for", "_task", "_timer")
+    __slots__ = (
+        "_cancelling",
+        "_clock",
+        "_due",
+        "_rang",
+        "_reader",
+        "_set_for",
+        "_task",
+        "_timer",
+    )
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
@@ -37,13 +46,17 @@ class ReadWatch:
         self._due = math.inf
         self._task: asyncio.Task[Any] | None = None
         """The task reading, while a read is under way."""
+        self._reader: asyncio.Task[Any] | None = None
+        """The task that reads the segment (a stream is read in one task)."""
         self._rang = False
         self._cancelling = 0
 
     def begin(self, due: float) -> None:
-        """A read starts, to be cut at ``due`` (the clock's time)."""
-        task = asyncio.current_task()
-        assert task is not None, "a read is awaited in a task"
+        """A read starts, to be cut at ``due`` (the clock's time), in the segment's task."""
+        task = self._reader
+        if task is None:
+            task = self._reader = asyncio.current_task()
+            assert task is not None, "a read is awaited in a task"
         self._task, self._cancelling, self._due = task, task.cancelling(), due
         if due < self._set_for:
             if self._timer is not None:

@@ -21,7 +21,7 @@ answer) go chunk by chunk: their opening must be compared and cut.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from laneway.core.errors import AttemptFailure
@@ -39,62 +39,75 @@ Encode = Callable[[ChatChunk], bytes]
 """Writes one parsed chunk in the caller's wire format (``b""``: nothing to send for it)."""
 
 
-async def relayed(
-    segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
-) -> AsyncGenerator[bytes, None]:
+class Relayed:
     """The segment's answer as the bytes to send, a network read at a time; ``Broken`` at a cut.
 
-    Each wait for a read that holds an event is bounded by the segment's
-    wait limit (idle, deadline, final grace), watched by one timer across
-    the reads (``ReadWatch``); no wait spans the caller's send.
+    An async iterator whose ``__anext__`` is the read itself (one frame a read:
+    a generator and the coroutines under it were a step each). Each wait for
+    a read that holds an event is bounded by the segment's wait limit (idle,
+    deadline, final grace), watched by one timer across the reads
+    (``ReadWatch``); no wait spans the caller's send.
     """
-    events = segment.opened.events
-    opening = [encode(sent.took(chunk)) for chunk in segment.opened.buffered]
-    rest = events.unread()
-    if rest:
-        opening.append(_piece(segment, scan, encode, sent, rest) or b"")
-    yield b"".join(opening)
-    watch = ReadWatch(segment.clock)
-    try:
-        while (piece := await _next_piece(segment, scan, encode, sent, watch)) is not None:
-            yield piece
-    finally:
-        watch.close()
-    if not events.progress.finished:
-        raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
 
+    __slots__ = ("_done", "_encode", "_opening", "_scan", "_segment", "_sent", "_watch")
 
-async def _next_piece(
-    segment: Segment,
-    scan: Callable[[bytes], int],
-    encode: Encode,
-    sent: SentAnswer,
-    watch: ReadWatch,
-) -> bytes | None:
-    """The next read that holds an event, as bytes to send; ``None`` once the answer ended.
+    def __init__(
+        self, segment: Segment, scan: Callable[[bytes], int], encode: Encode, sent: SentAnswer
+    ) -> None:
+        self._segment, self._scan, self._encode, self._sent = segment, scan, encode, sent
+        self._watch = ReadWatch(segment.clock)
+        self._opening = True
+        self._done = False
 
-    A read cut at its limit (or broken) after the final chunk ends the
-    answer; before it, the segment is ``Broken``.
-    """
-    events, now = segment.opened.events, segment.clock.now()
-    watch.begin(now + segment.wait_limit(now))
-    piece = None
-    cause: BaseException | None = None
-    try:
-        while piece is None and (block := await events.read_block()) is not None:
-            piece = _piece(segment, scan, encode, sent, block)
-    except asyncio.CancelledError:
-        if not watch.end():
-            raise
-        cause = TimeoutError()
-    except AttemptFailure as failure:
-        watch.end()
-        cause = failure
-    else:
-        watch.end()
-    if cause is None or events.progress.finished:
-        return piece
-    raise Broken(segment.why_broken(cause)) from None
+    def __aiter__(self) -> Relayed:
+        return self
+
+    async def __anext__(self) -> bytes:
+        segment = self._segment
+        if self._opening:
+            self._opening = False
+            return self._opened()
+        if self._done:
+            raise StopAsyncIteration
+        events, now = segment.opened.events, segment.clock.now()
+        self._watch.begin(now + segment.wait_limit(now))
+        piece = None
+        try:
+            while piece is None and (block := await events.read_block()) is not None:
+                piece = _piece(segment, self._scan, self._encode, self._sent, block)
+        except asyncio.CancelledError:
+            if not self._watch.end():
+                raise
+            return self._ended(TimeoutError())
+        except AttemptFailure as failure:
+            self._watch.end()
+            return self._ended(failure)
+        self._watch.end()
+        return self._ended(None) if piece is None else piece
+
+    def _opened(self) -> bytes:
+        """The opening: the chunks read up to the first token, and the rest of that read."""
+        segment, sent, encode = self._segment, self._sent, self._encode
+        opening = [encode(sent.took(chunk)) for chunk in segment.opened.buffered]
+        rest = segment.opened.events.unread()
+        if rest:
+            opening.append(_piece(segment, self._scan, encode, sent, rest) or b"")
+        return b"".join(opening)
+
+    def _ended(self, cause: BaseException | None) -> bytes:
+        """The answer ended (``cause``: how a read ended it): done if complete, else broken."""
+        self._done = True
+        self._watch.close()
+        if self._segment.opened.progress.finished:
+            raise StopAsyncIteration
+        if cause is None:
+            raise Broken(AttemptFailure(FailureKind.CUT, "stream ended without its final chunk"))
+        raise Broken(self._segment.why_broken(cause)) from None
+
+    async def aclose(self) -> None:
+        """Stop reading: the watch's timer goes (the connection is the segment's)."""
+        self._done = True
+        self._watch.close()
 
 
 def _piece(
@@ -119,6 +132,16 @@ def _piece(
     return b"".join(pieces) if pieces else None
 
 
+class Pieces(Protocol[T_co]):
+    """A segment's pieces for the reader, relayed: an async iterator that can be closed."""
+
+    def __aiter__(self) -> Pieces[T_co]: ...
+
+    def __anext__(self) -> Awaitable[T_co]: ...
+
+    def aclose(self) -> Awaitable[None]: ...
+
+
 class StreamOutput(Protocol[T_co]):
     """What a stream gives its reader: each parsed chunk as ``T``, or a segment's own pieces."""
 
@@ -126,7 +149,7 @@ class StreamOutput(Protocol[T_co]):
         """One parsed chunk for the reader."""
         ...
 
-    def segment(self, segment: Segment, sent: SentAnswer) -> AsyncGenerator[T_co, None] | None:
+    def segment(self, segment: Segment, sent: SentAnswer) -> Pieces[T_co] | None:
         """The segment's pieces when it is relayed, else ``None`` (chunk by chunk)."""
         ...
 
@@ -166,11 +189,11 @@ class RelayOutput:
         """The chunk in the caller's format."""
         return self._encode(chunk)
 
-    def segment(self, segment: Segment, sent: SentAnswer) -> AsyncGenerator[bytes, None] | None:
+    def segment(self, segment: Segment, sent: SentAnswer) -> Relayed | None:
         """The segment relayed a network read at a time, when its source and place allow."""
         if self._wire is None or segment.continuation:
             return None
         scan = segment.source.provider.relay_scan(self._wire)
         if scan is None:
             return None
-        return relayed(segment, scan, self._encode, sent)
+        return Relayed(segment, scan, self._encode, sent)

@@ -163,13 +163,35 @@ class LaneStream:
         await self.aclose()
 
     async def _run(self, out: StreamOutput[T]) -> AsyncGenerator[T, None]:
+        """The answer, segment after segment, until one finishes or none can continue.
+
+        One generator from the segments' pieces to the reader (each layer is a
+        step of every read), recorded as one call.
+        """
         recorder = self._shared.recorder
         failures = recorder.failures(self.lane, self._call, self._meta, self._facts)
         try:
             with failures:
-                async with aclosing(self._segments_in_turn(out)) as segments:
-                    async for piece in segments:
-                        yield piece
+                lane: Lane | None = self.lane
+                continuation = self._resume is not None
+                while lane is not None:
+                    segment = await self._opened(lane, continuation)
+                    broken: AttemptFailure | None = None
+                    try:
+                        relayed = out.segment(segment, self._sent)
+                        if relayed is None:
+                            async with aclosing(segment.chunks()) as chunks:
+                                async for chunk in chunks:
+                                    yield out.chunk(self._sent.took(chunk))
+                        else:
+                            async with aclosing(relayed) as pieces:
+                                async for piece in pieces:
+                                    yield piece
+                    except Broken as exc:
+                        broken = exc.failure
+                    finally:
+                        await self._ended(segment, broken)
+                    lane, continuation = self._going_on(lane, broken), True
         finally:
             if failures.cost is not None:
                 self.cost, self.cost_unknown = failures.cost
@@ -191,39 +213,30 @@ class LaneStream:
             facts["model"] = self.model
         return facts
 
-    async def _segments_in_turn(self, out: StreamOutput[T]) -> AsyncGenerator[T, None]:
-        """The answer, segment after segment, until one finishes or none can continue."""
-        lane, continuation = self.lane, self._resume is not None
-        while True:
-            try:
-                segment = await self._open(lane, continuation)
-            except CallFailed as exc:
-                if not continuation:
-                    raise
-                raise self._interrupted("the continuation failed: " + str(exc)) from exc
-            broken: AttemptFailure | None = None
-            try:
-                relayed = out.segment(segment, self._sent)
-                if relayed is None:
-                    async with aclosing(segment.chunks()) as chunks:
-                        async for chunk in chunks:
-                            yield out.chunk(self._sent.took(chunk))
-                else:
-                    async with aclosing(relayed) as pieces:
-                        async for piece in pieces:
-                            yield piece
-            except Broken as exc:
-                broken = exc.failure
-            finally:
-                self.malformed_events += segment.opened.progress.malformed
-                await segment.opened.stack.aclose()
-                await self._settle(segment, broken)
-            if broken is None:
-                return
-            rest = self._continuation(lane)
-            if rest is None:
-                raise self._interrupted(broken.message) from broken
-            lane, continuation = rest, True
+    async def _opened(self, lane: Lane, continuation: bool) -> Segment:
+        """The next segment; a continuation that cannot open interrupts the stream."""
+        try:
+            return await self._open(lane, continuation)
+        except CallFailed as exc:
+            if not continuation:
+                raise
+            raise self._interrupted("the continuation failed: " + str(exc)) from exc
+
+    async def _ended(self, segment: Segment, broken: AttemptFailure | None) -> None:
+        """A segment ended: its connection closed, its attempt settled."""
+        self.malformed_events += segment.opened.progress.malformed
+        await segment.opened.stack.aclose()
+        await self._settle(segment, broken)
+
+    def _going_on(self, lane: Lane, broken: AttemptFailure | None) -> Lane | None:
+        """Where the answer goes on after a segment: nowhere once it finished; after a
+        break, the sources that may continue it, or ``StreamInterrupted``."""
+        if broken is None:
+            return None
+        rest = self._continuation(lane)
+        if rest is None:
+            raise self._interrupted(broken.message) from broken
+        return rest
 
     async def _open(self, lane: Lane, continuation: bool) -> Segment:
         parts = self._shared

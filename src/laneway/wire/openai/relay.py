@@ -34,32 +34,26 @@ def plain_prefix(block: bytes) -> int:
     ``len(block)`` when there is none. ``0`` when the leading events are not
     all plain events (a comment, ``[DONE]``, a malformed event, ``\r\n``
     line endings): the whole read is then parsed.
+
+    The usual read is judged by counts (every ``finish_reason`` and ``usage``
+    ``null``, no ``error``: ``bytes.count`` skips ahead by the needle's
+    length), and ``_MUST_READ`` looks for where only in a read that holds
+    one (``re`` tries its alternation at every quote mark: about twice the
+    instructions a read).
     """
-    if _nothing_to_read(block):
-        end = len(block)
-    else:
+    finishes, usages = block.count(b'"finish_reason"'), block.count(b'"usage"')
+    if (
+        b'"error"' in block
+        or (finishes and finishes != block.count(b'"finish_reason":null'))
+        or (usages and usages != block.count(b'"usage":null'))
+    ):
         found = _MUST_READ.search(block)
         end = len(block) if found is None else block.rfind(b"\n\n", 0, found.start()) + 2
         if end < 2:
             return 0
+    else:
+        end = len(block)
     if not (block.startswith(b"data: {") and block.endswith(b"}\n\n", 0, end)):
         return 0
     events = block.count(b"}\n\ndata: {", 0, end) + 1
     return end if block.count(b"\n", 0, end) == 2 * events else 0
-
-
-def _nothing_to_read(block: bytes) -> bool:
-    """The usual read's verdict by counts, before the expression looks for where.
-
-    Every ``finish_reason`` and ``usage`` is ``null`` and no ``error`` is
-    named: ``_MUST_READ`` would find nothing. ``bytes.count`` skips ahead by
-    the needle's length; ``re`` tries its alternation at every quote mark,
-    about twice the instructions a read.
-    """
-    if b'"error"' in block:
-        return False
-    finishes = block.count(b'"finish_reason"')
-    if finishes and finishes != block.count(b'"finish_reason":null'):
-        return False
-    usages = block.count(b'"usage"')
-    return not usages or usages == block.count(b'"usage":null')
