@@ -88,29 +88,35 @@ class AnswerProgress:
 class UpstreamEvents:
     """The events of one upstream answer: parsed one ``next`` at a time, or a block at a time."""
 
-    __slots__ = ("_blocks", "_ended", "_lines", "_parser", "progress")
+    __slots__ = ("_block", "_blocks", "_ended", "_parser", "_read_to", "progress")
 
     def __init__(self, http: HttpStream, parser: EventParser, progress: AnswerProgress) -> None:
         self._blocks: AsyncGenerator[bytes, None] = http.blocks()
         self._parser = parser
-        self._lines: list[bytes] = []
-        """The current block's lines not read yet, last first."""
+        self._block = b""
+        self._read_to = 0
+        """How far ``next`` has read the current block: its lines are taken one at a time,
+        not split whole (a relay sends the rest of the first block as it came)."""
         self._ended = False
         self.progress = progress
 
     async def next(self) -> ChatChunk | None:
         """The next event's chunk; ``None`` once the answer ended (or its body did)."""
         while True:
-            lines = self._lines
-            while lines:
-                chunk = self._take(lines.pop())
+            block, start = self._block, self._read_to
+            while start < len(block):
+                end = block.find(b"\n", start)
+                if end < 0:
+                    end = len(block)
+                self._read_to = end + 1
+                chunk = self._take(block[start:end])
                 if chunk is not None:
                     return chunk
-            block = await self.read_block()
-            if block is None:
+                block, start = self._block, self._read_to
+            read = await self.read_block()
+            if read is None:
                 return None
-            lines[:] = block.split(b"\n")
-            lines.reverse()
+            self._block, self._read_to = read, 0
 
     async def read_block(self) -> bytes | None:
         """The next network read's whole lines, unread; ``None`` once the answer ended."""
@@ -124,9 +130,9 @@ class UpstreamEvents:
     def unread(self) -> bytes:
         """The rest of the current block (``next`` stopped inside it) as it came, from its
         next line that is not blank."""
-        lines, self._lines = self._lines, []
-        lines.reverse()
-        return b"\n".join(lines).lstrip(b"\r\n")
+        rest = self._block[self._read_to :]
+        self._block, self._read_to = b"", 0
+        return rest.lstrip(b"\r\n")
 
     def parse(self, block: bytes) -> list[ChatChunk]:
         """``block``'s events, parsed and noted, up to the answer's end."""
@@ -174,7 +180,7 @@ class UpstreamEvents:
 
     def _end(self) -> None:
         self._ended = True
-        self._lines.clear()
+        self._block, self._read_to = b"", 0
 
     async def aclose(self) -> None:
         """Stop reading: the transport's block iterator is closed."""
