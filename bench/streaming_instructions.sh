@@ -24,16 +24,16 @@ cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$out"' EXIT
-upstream() {  # CHUNKS -> the port of a stamp upstream streaming CHUNKS chunks
+upstream() {  # CHUNKS VAR -> VAR set to the port of a stamp upstream streaming CHUNKS chunks
   local port
   port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   taskset -c 0 .venv/bin/python bench/_stamp_upstream.py "$port" --chunks "$1" >/dev/null 2>&1 &
-  pids+=($!)
+  pids+=($!)  # not in a $(...) subshell, so the trap stops it
   for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:$port/stats" && break
     sleep 0.1
   done
-  echo "$port"
+  printf -v "$2" '%s' "$port"
 }
 total() {  # TREE PORT STREAMS -> callgrind's total instructions of the driver process
   rm -f "$out/telemetry.sqlite3"*
@@ -60,8 +60,8 @@ YAML
   pid=$(sed -n '1s/^==\([0-9]*\)==.*/\1/p' "$out/log")
   sed -n "s/^==$pid== Collected : //p" "$out/log"
 }
-short=$(upstream 2)
-long=$(upstream 202)
+upstream 2 short
+upstream 202 long
 for tree in bare "$@"; do
   few=$(total "$tree" "$short" 10)
   more=$(total "$tree" "$short" 30)
