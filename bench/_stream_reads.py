@@ -26,9 +26,9 @@ import orjson
 import uvloop
 
 from laneway.app import build_engine
+from laneway.app.gateway import gateway_over
 from laneway.config.models import LanewayConfig
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream
-from laneway.server import Gateway
 
 _ENVELOPE = b'"object":"chat.completion.chunk","created":1700000000,"model":"m","choices"'
 EVENT = (
@@ -96,10 +96,9 @@ class _Upstream:
 
 
 async def main(reads: int, events: int) -> None:
-    engine = build_engine(
-        LanewayConfig.model_validate(CONFIG), {}, transport=_Upstream(reads, events)
-    )
-    gateway = Gateway(engine, {})
+    config = LanewayConfig.model_validate(CONFIG)
+    engine = build_engine(config, {}, transport=_Upstream(reads, events))
+    gateway = gateway_over(config, engine, {})
     body = orjson.dumps(
         {"model": "chat", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     )
