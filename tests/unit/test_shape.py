@@ -20,9 +20,7 @@ MODULE_LINES = 400
 CLASS_LINES = 250
 FUNCTION_LINES = 50
 
-OVER: dict[str, int] = {
-    "class laneway.telemetry.writer:TelemetryWriter": 284,
-}
+OVER: dict[str, int] = {}
 """Over a limit when this test was written (issue 25's shape target), each with its size then."""
 
 

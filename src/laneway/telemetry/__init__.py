@@ -16,8 +16,9 @@ from laneway.telemetry.factory import TelemetrySettings, store_for_url, writer_f
 from laneway.telemetry.port import CallSample, Row, SpendRow, TelemetryStore
 from laneway.telemetry.rows import caller_hash, to_row
 from laneway.telemetry.schema import COLUMN_NAMES, COLUMNS, SCHEMA_VERSION
+from laneway.telemetry.spooling import WriterStats
 from laneway.telemetry.sqlite import SqliteTelemetryStore
-from laneway.telemetry.writer import CostFn, TelemetryWriter, WriterStats
+from laneway.telemetry.writer import CostFn, TelemetryWriter
 
 if TYPE_CHECKING:
     from laneway.telemetry.postgres import PostgresTelemetryStore

@@ -32,38 +32,21 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from laneway.core.records import CallRecord
 from laneway.core.redact import NO_SECRETS, Redactor
 from laneway.telemetry.port import Row, TelemetryStore
 from laneway.telemetry.rows import to_row
-from laneway.telemetry.spool import Batch, Spool
+from laneway.telemetry.spool import Spool
+from laneway.telemetry.spooling import SpoolKeeper, WriterStats
 
 log = logging.getLogger("laneway.telemetry")
 
 ROWS_PER_STEP = 25
 """Rows priced and built between two yields to the loop (~0.1 ms of work)."""
 
-T = TypeVar("T")
-
 CostFn = Callable[[CallRecord], tuple[float | None, str]]
 """Prices a record: ``(usd or None, status)``; ``accounting.Pricer.cost`` fits."""
-
-
-@dataclass(slots=True)
-class WriterStats:
-    """What happened to the records the writer was given.
-
-    ``failed`` counts rows lost to failed writes (only without a spool);
-    ``failed_batches`` every write the database refused or did not finish.
-    """
-
-    written: int = 0
-    dropped: int = 0
-    failed: int = 0
-    failed_batches: int = 0
 
 
 class TelemetryWriter:
@@ -93,8 +76,7 @@ class TelemetryWriter:
         self._queue: deque[CallRecord] = deque()
         self._in_flight: list[CallRecord] = []
         self._in_flight_name = ""
-        self._spool_full = False
-        self._spool_broken = False
+        self._spooling = None if spool is None else SpoolKeeper(spool, self.stats)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -180,15 +162,10 @@ class TelemetryWriter:
         count = sum(len(records) for _, records in batches)
         if not count:
             return
-        if self.spool is None:
+        if self.spool is None or self._spooling is None:
             self.stats.dropped += count
             return
-        named = [(name, self._built(records)) for name, records in batches]
-        try:
-            dropped = self.spool.append(named)
-        except OSError as exc:
-            self._spool_failed(exc)
-            dropped = count
+        dropped = self._spooling.append_now([(n, self._built(r)) for n, r in batches])
         self.stats.dropped += dropped
         log.warning(
             "telemetry at shutdown: %d rows kept in %s for the next start, %d dropped (spool full)",
@@ -198,8 +175,8 @@ class TelemetryWriter:
         )
 
     async def _run(self) -> None:
-        if self.spool is not None:
-            adopted = await self._spool_io(self.spool.adopt)
+        if self.spool is not None and self._spooling is not None:
+            adopted = await self._spooling.io(self.spool.adopt)
             if self.spool.rows:
                 log.warning(
                     "telemetry: %d rows in %s (%d from earlier processes) are written first",
@@ -266,67 +243,32 @@ class TelemetryWriter:
         elif self.spool is None:
             self.stats.failed += len(rows)
         else:
-            await self._to_spool([(name, rows)])
+            assert self._spooling is not None
+            await self._spooling.append([(name, rows)])
 
     async def _replay(self) -> None:
         """Queue to spool (order), then one batch from the spool's head, or a pause."""
-        assert self.spool is not None
+        spool, spooling = self.spool, self._spooling
+        assert spool is not None and spooling is not None
         if self._queue:
             batches = self._named(self._take(len(self._queue)))
-            await self._to_spool([(name, await self._rows(records)) for name, records in batches])
-        head = await self._spool_io(self.spool.head)
+            await spooling.append([(name, await self._rows(records)) for name, records in batches])
+        head = await spooling.io(spool.head)
         batch, offset = head if head is not None else (None, 0)
         if head is not None and batch is None:  # nothing past the offset (emptied by hand)
-            await self._spool_io(self.spool.clear)
+            await spooling.io(spool.clear)
             return
         if batch is not None and await self._stored(batch[1], batch[0]):
             rows = batch[1]
-            await self._spool_io(self.spool.advance, offset, len(rows))
+            await spooling.io(spool.advance, offset, len(rows))
             self.stats.written += len(rows)
-            if not self.spool.rows:
-                self._spool_full = False
-                log.warning("telemetry: the spool is written; writes go to the database again")
+            if not spool.rows:
+                spooling.emptied()
             return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.flush_interval):
                 await self._ready.wait()
         self._ready.clear()
-
-    async def _spool_io(self, operation: Callable[..., T], *args: Any) -> T | None:
-        """Run a spool operation in a worker thread; ``None`` when the file system refused it."""
-        try:
-            return await asyncio.to_thread(operation, *args)
-        except OSError as exc:
-            self._spool_failed(exc)
-            return None
-
-    def _spool_failed(self, exc: OSError) -> None:
-        if not self._spool_broken:
-            assert self.spool is not None
-            log.error(
-                "telemetry spool %s cannot be written (%s): rows it should keep are dropped",
-                self.spool.path,
-                exc.strerror or exc,
-            )
-            self._spool_broken = True
-
-    async def _to_spool(self, batches: list[Batch]) -> None:
-        assert self.spool is not None
-        dropped = await self._spool_io(self.spool.append, batches)
-        if dropped is None:  # the file system refused it: said by _spool_failed, not "full"
-            self.stats.dropped += sum(len(rows) for _, rows in batches)
-            return
-        self._spool_broken = False
-        if dropped:
-            self.stats.dropped += dropped
-            if not self._spool_full:
-                log.warning(
-                    "telemetry spool %s is full (%d bytes): %d rows dropped",
-                    self.spool.path,
-                    self.spool.max_bytes,
-                    dropped,
-                )
-                self._spool_full = True
 
     async def _stored(self, rows: Sequence[Row], name: str) -> bool:
         """Write batch ``name`` within ``write_timeout``; ``False`` when that failed."""
