@@ -49,7 +49,7 @@ from _procs import Proc, free_port, post_once, spawn
 from nginx_upstream import NginxHandle, start_nginx
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from types import FrameType
 
 GATEWAY_CPU, LOAD_CPU = 0, 1
@@ -58,6 +58,8 @@ ROUNDS = 3
 SECONDS = 5
 WARMUP_S = 2
 CONCURRENCIES = (1, 32)
+PLAIN = "laneway, plain lane (nothing on)"
+"""No key, metrics, telemetry or access log: issue 25 asks ≥ 0.8× the floor of it."""
 READY_POLL_S = 0.005
 QUIET_WAIT_S = 8.0
 """Longest wait for other people's jobs to finish before one round of one row..."""
@@ -246,7 +248,8 @@ def _bare_start(upstream: str) -> Callable[[int, Path], list[str]]:
 
 
 def _laneway_rows(bench: Bench, telemetry: setup.Telemetry) -> list[Row]:
-    """One row without the key (it does not exist yet), or one each for on and off."""
+    """One row without the key (it does not exist yet), or one each for every feature on,
+    telemetry off, and a plain lane with nothing on (no key, metrics, telemetry, access log)."""
     telemetry_db = bench.scratch / "telemetry.sqlite3"
     variants: list[tuple[str, object | None, Path | None]] = [("laneway serve", None, None)]
     if telemetry.split:
@@ -259,11 +262,22 @@ def _laneway_rows(bench: Bench, telemetry: setup.Telemetry) -> list[Row]:
         config = setup.laneway_config(bench.nginx.url, value)
         path = setup.write_yaml(bench.scratch / f"laneway-{index}.yaml", config)
         rows.append(Row(name, setup.LANE, start=_laneway_start(path), db=db))
+    if telemetry.split:
+        path = setup.write_yaml(bench.scratch / "laneway-plain.yaml", _plain(bench, telemetry))
+        quiet = ["--log-level", "warning"]
+        rows.append(Row(PLAIN, setup.LANE, start=_laneway_start(path, quiet), headers={}))
     return rows
 
 
-def _laneway_start(config: Path) -> Callable[[int, Path], list[str]]:
-    return lambda port, workdir: setup.laneway_cmd(config, port, workdir)
+def _plain(bench: Bench, telemetry: setup.Telemetry) -> dict[str, object]:
+    """The issue's "plain lane with nothing on": no key, no metrics, no telemetry."""
+    config = setup.laneway_config(bench.nginx.url, telemetry.off)
+    config["server"] = {"host": "127.0.0.1", "metrics": False}
+    return config
+
+
+def _laneway_start(config: Path, extra: Sequence[str] = ()) -> Callable[[int, Path], list[str]]:
+    return lambda port, workdir: [*setup.laneway_cmd(config, port, workdir), *extra]
 
 
 def _portkey_row(bench: Bench, skipped: list[str]) -> Row | None:

@@ -10,9 +10,11 @@ import pytest
 
 from laneway import Laneway
 from laneway.batch.schema import schema_model
+from laneway.batch.streak import STOP_AFTER
 from laneway.cli.main import main
-from laneway.core.errors import RequestInvalid
+from laneway.core.errors import BatchStopped, RequestInvalid
 from tests.batch.support import collect
+from tests.engine.spy import sim_hits
 from tests.helpers import one_lane, sim_url, unique_spec
 
 ANSWER_SCHEMA = {
@@ -80,3 +82,19 @@ def test_the_command_runs_a_structured_prompt_set(sim, tmp_path: Path) -> None:
         ("1", {"answer": "sim answer"}),
         ("2", {"answer": "sim answer"}),
     ]
+
+
+async def test_a_run_of_answers_that_never_match_stops_the_job_after_stop_after_calls(
+    sim,
+) -> None:
+    spec = unique_spec("json_after=99")
+    config = one_lane(sim, spec)
+    schema = schema_model(ANSWER_SCHEMA, "answer")
+    async with Laneway.from_settings(config, environ={}) as lw:
+        job = lw.batch(
+            "lane", [f"q{n}" for n in range(40)], schema=schema, reasks=1, max_concurrency=1
+        )
+        with pytest.raises(BatchStopped, match="check the schema against the prompt") as stop:
+            await collect(job)
+    assert stop.value.calls == STOP_AFTER
+    assert await sim_hits(sim, spec) == STOP_AFTER * 2, "each stopped call made its one re-ask"

@@ -6,7 +6,9 @@ vectors of another length than the lane pins, a revoked key (401), a model
 the upstream does not know (404), a parameter it refuses (400). Those are
 neutral to a source's health (the source is up; the request is wrong), so
 no breaker opens, and every call of the job meets the same failure: the whole
-corpus is sent and billed for nothing. ``Streak`` watches the calls as they
+corpus is sent and billed for nothing. A structured answer still invalid
+after every re-ask is alike: its repair is spent, and calls in a row failing
+so point at the schema or the prompt. ``Streak`` watches the calls as they
 end and says when ``limit`` calls in a row, with no success between them,
 failed with the same such failure; the job then stops sending.
 
@@ -36,11 +38,18 @@ UNFIXABLE_OUTCOMES = frozenset(
 JOB_CODES = frozenset({"vector_invalid", "request_invalid"})
 """Item errors found by the job itself (verification, a refused request), no attempt made."""
 
+SPENT_CODES = frozenset({"result_invalid"})
+"""Item errors reported after their own repair was spent (every re-ask made)."""
+
 ADVICE = {
     "dimension": "",
     "malformed": "the answers cannot be read: check that base_url is the API the provider names",
     "too_large": "the answers are over max_response_bytes: raise it, or lower max_batch_items",
     "unsupported": "the source's wire format cannot carry these requests: check the job's --param",
+    "result_invalid": (
+        "no answer matched the schema after every re-ask: check the schema against the prompt "
+        "(the message says what was wrong), or give more --reasks"
+    ),
     "vector_invalid": "every vector fails verification: check the source's model and dimensions",
     "request_invalid": "every request is refused before it is sent: check the job's --param",
     "context_length_exceeded": (
@@ -79,6 +88,8 @@ def unfixable(results: Sequence[ItemResult]) -> Failure | None:
 
 def _key(error: ItemError) -> str | None:
     """``code/outcome`` of an error a retry cannot fix; ``None`` for any other."""
+    if error.code in SPENT_CODES:
+        return error.code
     if not error.attempts:
         return error.code if error.code in JOB_CODES else None
     last = error.attempts[-1]
