@@ -20,7 +20,7 @@ from laneway.cli.check import lane_report
 from laneway.cli.check_walk import failing_walks
 from laneway.cli.main import main
 from laneway.config.load import load_config
-from laneway.config.models import BackoffConfig, LaneConfig
+from laneway.config.models import BackoffConfig, ChatLaneConfig, LaneConfig
 from laneway.errors import CallFailed
 from laneway.sim import RunningSim
 from tests.engine.spy import sim_hits
@@ -160,7 +160,7 @@ def test_check_walks_past_a_source_whose_breaker_opens_within_the_call(tmp_path,
 
 async def test_the_breaker_walk_is_the_engines(sim) -> None:
     specs = [unique_spec("status=503"), unique_spec("status=503")]
-    lane = LaneConfig.model_validate(
+    lane = ChatLaneConfig.model_validate(
         {
             "retries": 2,
             "retry_on": [503],

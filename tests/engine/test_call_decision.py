@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from laneway.app import build_lane
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig
 from laneway.core.clock import FakeClock
 from laneway.core.errors import (
     AttemptFailure,
@@ -39,7 +39,7 @@ SOURCES = [
 
 def lane_of(**settings: Any) -> Lane:
     config = {"sources": SOURCES, "deadline": "10s", "attempt_timeout": "4s", **settings}
-    return build_lane("l", LaneConfig.model_validate(config), {})
+    return build_lane("l", ChatLaneConfig.model_validate(config), {})
 
 
 def decision_on(lane: Lane, clock: FakeClock, **kw: Any) -> CallDecision[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from laneway.app import build_lane, local_call_loop
 from laneway.clocks import VirtualClock
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig
 from laneway.core.errors import AttemptFailure, DeadlineExceeded
 from laneway.core.failures import FailureKind
 from laneway.engine.lane import Lane, Source
@@ -36,7 +36,7 @@ def hedged_lane(**settings: Any) -> Lane:
         "hedge": {"after": "200ms", "max_share": 1.0},
         **settings,
     }
-    return build_lane("l", LaneConfig.model_validate(config), {})
+    return build_lane("l", ChatLaneConfig.model_validate(config), {})
 
 
 def scripted(clock: VirtualClock, script: Script) -> Callable[[Source], Awaitable[str]]:

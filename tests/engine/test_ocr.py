@@ -80,7 +80,7 @@ def test_prompt_belongs_to_ocr_lanes() -> None:
     source = {"base_url": "http://x/v1", "model": "m"}
     with pytest.raises(ValidationError, match="prompt applies to ocr lanes only"):
         LanewayConfig.model_validate({"lanes": {"c": {"prompt": "Read", "sources": [source]}}})
-    with pytest.raises(ValidationError, match="ocr lanes are not streamed"):
+    with pytest.raises(ValidationError, match="idle_timeout applies to chat lanes only"):
         LanewayConfig.model_validate(
             {"lanes": {"o": {"kind": "ocr", "idle_timeout": 3, "sources": [source]}}}
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from laneway.app import build_lane
 from laneway.clocks import VirtualClock
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig
 from laneway.engine.admission import Admitted, CallSources, SourceAdmission
 from laneway.policy.quota import HELD_PAST_WINDOW
 from laneway.policy.waits import Wait
@@ -20,7 +20,7 @@ async def test_a_slot_frees_only_after_the_window_and_the_margin() -> None:
     clock = VirtualClock()
     admission = SourceAdmission(MemoryStore(clock), clock)
     source = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "rpm": 1}
-    lane = build_lane("l", LaneConfig.model_validate({"sources": [source]}), {})
+    lane = build_lane("l", ChatLaneConfig.model_validate({"sources": [source]}), {})
     first = await admission.pick(lane, CallSources(started=clock.now()))
     assert isinstance(first, Admitted)
     await admission.settle(first, None, None)

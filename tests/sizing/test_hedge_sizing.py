@@ -20,7 +20,7 @@ from laneway.app import build_engine
 from laneway.cli.main import main
 from laneway.clocks import VirtualClock
 from laneway.config.load import load_config
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig, LaneConfig
 from laneway.sizing.hedging import hedge_afters, hedge_scores, recommend_hedge
 from laneway.sizing.samples import RecordedAttempt, RecordedCall
 from tests.helpers import sim_url, unique_spec
@@ -35,7 +35,7 @@ def two_sources(**lane: Any) -> LaneConfig:
         {"name": "a", "base_url": "http://127.0.0.1:9/v1", "model": "m"},
         {"name": "b", "base_url": "http://127.0.0.1:9/v1", "model": "m", "priority": 1},
     ]
-    return LaneConfig.model_validate({"sources": sources, "attempt_timeout": "10s", **lane})
+    return ChatLaneConfig.model_validate({"sources": sources, "attempt_timeout": "10s", **lane})
 
 
 def long_tail(count: int = 400) -> list[RecordedCall]:

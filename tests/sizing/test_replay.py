@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig, LaneConfig
 from laneway.sizing.candidates import (
     CandidateSettings,
     Goal,
@@ -31,7 +31,7 @@ SOURCE = "openai:m"
 
 def lane(**fields: Any) -> LaneConfig:
     body = {"sources": [{"base_url": "http://127.0.0.1:9/v1", "model": "m"}], **fields}
-    return LaneConfig.model_validate(body)
+    return ChatLaneConfig.model_validate(body)
 
 
 def ok(seconds: float) -> RecordedAttempt:
@@ -142,7 +142,7 @@ def test_settings_apply_only_their_fields() -> None:
     config = lane(deadline="9s", retries=1, retry_on=[503])
     applied = CandidateSettings("x", 2.0, 3, 7.0, 1.5).apply(config)
     assert (applied.attempt_timeout, applied.retries, applied.deadline) == (2.0, 3, 7.0)
-    assert applied.first_byte_timeout == 1.5
+    assert isinstance(applied, ChatLaneConfig) and applied.first_byte_timeout == 1.5
     assert applied.retry_on == config.retry_on
 
 

@@ -24,7 +24,7 @@ from laneway.cli.main import main
 from laneway.cli.size import _candidate as size_candidate
 from laneway.clocks import VirtualClock
 from laneway.config.load import load_config
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import ChatRequest
 from laneway.errors import CallFailed
@@ -202,7 +202,7 @@ def test_no_telemetry_yet_says_so(
 
 def test_a_measured_candidate_keeps_its_own_attempt_timeout(tmp_path: Path) -> None:
     """Failed before: ``5s/0`` on a lane with a 1 s deadline was measured with the 1 s deadline."""
-    lane = LaneConfig.model_validate(
+    lane = ChatLaneConfig.model_validate(
         {"deadline": "1s", "sources": [{"base_url": "http://127.0.0.1:1/v1", "model": "m"}]}
     )
     ns = argparse.Namespace(client_deadline=None, margin=0.5)

@@ -3,6 +3,7 @@
 import pytest
 
 from laneway.config import Secret, parse_config
+from laneway.config.models import ChatCacheConfig, ChatLaneConfig
 from laneway.core.errors import ConfigError
 from laneway.core.units import parse_duration, parse_size
 
@@ -93,7 +94,8 @@ def test_secret_forms_and_redaction() -> None:
 )
 def test_continue_on_cut_is_a_switch_or_restart(value: str, parsed: object) -> None:
     text = MINIMAL.replace("    retries: 2\n", f"    retries: 2\n    continue_on_cut: {value}\n")
-    assert parse_config(text).lanes["engram-summarize"].continue_on_cut == parsed
+    lane = parse_config(text).lanes["engram-summarize"]
+    assert isinstance(lane, ChatLaneConfig) and lane.continue_on_cut == parsed
 
 
 def test_continue_on_cut_names_its_values() -> None:
@@ -132,9 +134,15 @@ def test_a_cache_is_declared_with_a_ttl_and_the_old_switch_says_what_replaced_it
     from laneway.core.errors import ConfigError
 
     base = "lanes:\n  a:\n    sources: [{base_url: 'http://127.0.0.1:9/v1', model: m}]\n"
-    assert parse_config(base).lanes["a"].cache is None
-    assert parse_config(base + "    cache: false\n").lanes["a"].cache is None
-    declared = parse_config(base + "    cache: {ttl: 10m, when: temperature0}\n").lanes["a"].cache
+
+    def cache(text: str) -> ChatCacheConfig | None:
+        lane = parse_config(text).lanes["a"]
+        assert isinstance(lane, ChatLaneConfig)
+        return lane.cache
+
+    assert cache(base) is None
+    assert cache(base + "    cache: false\n") is None
+    declared = cache(base + "    cache: {ttl: 10m, when: temperature0}\n")
     assert declared is not None and (declared.ttl, declared.when) == (600.0, "temperature0")
     with pytest.raises(ConfigError, match=r"cache\.enabled is gone"):
         parse_config(base + "    cache: {enabled: true}\n")

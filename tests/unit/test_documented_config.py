@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from laneway.config import parse_config
-from laneway.config.models import LaneConfig, LanewayConfig
+from laneway.config.models import ChatLaneConfig, LanewayConfig
 from laneway.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_each_documented_snippet_loads(doc: str, key: str, value: str) -> None:
     tries = []
     if key in LanewayConfig.model_fields:
         tries.append({**_BASE, **snippet})
-    if key in LaneConfig.model_fields:
+    if key in ChatLaneConfig.model_fields:
         lane = {**_BASE["lanes"]["engram-summarize"], **snippet}
         tries.append({"lanes": {**_BASE["lanes"], "engram-summarize": lane}})
     errors = []

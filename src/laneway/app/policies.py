@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 
 import orjson
 
 from laneway.config.models import (
     BreakerConfig,
+    ChatCacheConfig,
+    ChatLaneConfig,
+    EmbedLaneConfig,
     LaneConfig,
     LanewayConfig,
     QuotaGroupConfig,
@@ -36,30 +40,43 @@ LANE_VIEW = frozenset({"priority", "weight", "name"})
 
 
 def lane_settings(config: LaneConfig) -> LaneSettings:
-    """What the engine reads of a lane (``engine.settings.LaneSettings``)."""
-    cache = config.cache
-    return LaneSettings(
+    """What the engine reads of a lane (``engine.settings.LaneSettings``): what every lane
+    has, then its kind's own fields; another kind's stay at their defaults, never read."""
+    common = LaneSettings(
         kind=config.kind,
         deadline=config.deadline,
         per_attempt=config.per_attempt,
         min_attempt=config.min_attempt,
-        first_byte_timeout=config.first_byte_timeout,
-        idle_timeout=config.idle_timeout,
-        continue_on_cut=config.continue_on_cut,
         estimate_missing_usage=config.estimate_missing_usage,
-        fallback_lanes=tuple(config.fallback_lanes),
-        cache=None if cache is None else ResponseCacheSettings(cache.ttl, cache.when),
-        prompt=config.prompt,
-        dimensions=config.dimensions,
-        embed_cache=config.embed_cache,
-        max_batch_items=config.max_batch_items,
-        max_response_bytes=config.max_response_bytes,
-        batch_concurrency=config.batch_concurrency,
-        max_inputs=config.max_inputs,
-        max_input_bytes=config.max_input_bytes,
-        max_answer_bytes=config.max_answer_bytes,
         models=tuple(f"{s.provider}:{s.model}" for s in config.sources),
     )
+    if isinstance(config, ChatLaneConfig):
+        return replace(
+            common,
+            first_byte_timeout=config.first_byte_timeout,
+            idle_timeout=config.idle_timeout,
+            continue_on_cut=config.continue_on_cut,
+            fallback_lanes=tuple(config.fallback_lanes),
+            cache=_response_cache(config.cache),
+        )
+    if isinstance(config, EmbedLaneConfig):
+        return replace(
+            common,
+            fallback_lanes=tuple(config.fallback_lanes),
+            dimensions=config.dimensions,
+            embed_cache=config.embed_cache,
+            max_batch_items=config.max_batch_items,
+            max_response_bytes=config.max_response_bytes,
+            batch_concurrency=config.batch_concurrency,
+            max_inputs=config.max_inputs,
+            max_input_bytes=config.max_input_bytes,
+            max_answer_bytes=config.max_answer_bytes,
+        )
+    return replace(common, prompt=config.prompt, cache=_response_cache(config.cache))
+
+
+def _response_cache(cache: ChatCacheConfig | None) -> ResponseCacheSettings | None:
+    return None if cache is None else ResponseCacheSettings(cache.ttl, cache.when)
 
 
 def source_settings(config: SourceConfig) -> SourceSettings:

@@ -12,7 +12,7 @@ from laneway.app.pricing import pricer_for
 from laneway.cli.check_chains import chain_report, readiness_lines
 from laneway.cli.check_walk import failing_walks as failing_walks  # tests/oracle reads it here
 from laneway.cli.check_walk import unreached_warnings, walk_notes
-from laneway.config.models import LaneConfig, LanewayConfig, Secret
+from laneway.config.models import ChatLaneConfig, LaneConfig, LanewayConfig, Secret
 from laneway.core.units import format_duration
 from laneway.engine.lane import Lane
 from laneway.policy.retry import RetryPolicy
@@ -86,7 +86,8 @@ def request_bound(lane: LaneConfig, policy: RetryPolicy) -> RequestBound:
     moves = max(len(windows) - 1, 0)
     once = policy.most_requests(context_moves=moves)
     continuations = _continuations(lane)
-    reasks = lane.continue_on_cut == "restart" and any(s.accepts_prefill for s in lane.sources)
+    restarts = isinstance(lane, ChatLaneConfig) and lane.continue_on_cut == "restart"
+    reasks = restarts and any(s.accepts_prefill for s in lane.sources)
     return RequestBound(
         once, policy.most_retries(), policy.max_pushbacks, moves, continuations, reasks
     )
@@ -94,9 +95,9 @@ def request_bound(lane: LaneConfig, policy: RetryPolicy) -> RequestBound:
 
 def _continuations(lane: LaneConfig) -> int:
     """The most continuations of a cut stream: one per source that may take one."""
-    mode = lane.continue_on_cut
-    if lane.kind != "chat" or not mode:
+    if not isinstance(lane, ChatLaneConfig) or not lane.continue_on_cut:
         return 0
+    mode = lane.continue_on_cut
     takers = (
         len(lane.sources) if mode == "restart" else sum(s.accepts_prefill for s in lane.sources)
     )

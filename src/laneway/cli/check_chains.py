@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from laneway.app import build_lane
 from laneway.app.policies import retry_policy, worst_case
-from laneway.config.models import LaneConfig, LanewayConfig
+from laneway.config.models import ChatLaneConfig, LaneConfig, LanewayConfig, first_byte_timeout_of
 from laneway.core.units import format_duration
 
 
@@ -31,9 +31,10 @@ def stream_worst_case(lanes: list[LaneConfig]) -> float:
     """
     worst = resumed = 0.0
     for lane in reversed(lanes):
-        opening = min(lane.per_attempt, lane.first_byte_timeout or math.inf)
+        opening = min(lane.per_attempt, first_byte_timeout_of(lane) or math.inf)
         handover = retry_policy(lane).worst_case(opening, lane.deadline)
-        streamed = lane.deadline + (resumed if lane.continue_on_cut == "restart" else 0.0)
+        restarts = isinstance(lane, ChatLaneConfig) and lane.continue_on_cut == "restart"
+        streamed = lane.deadline + (resumed if restarts else 0.0)
         worst = max(handover + worst, streamed)
         resumed += lane.deadline
     return worst

@@ -26,7 +26,7 @@ from laneway.app import open_transport
 from laneway.app.policies import retry_policy
 from laneway.cli.helptext import summary
 from laneway.config.load import load_config
-from laneway.config.models import LaneConfig, LanewayConfig
+from laneway.config.models import LaneConfig, LanewayConfig, first_byte_timeout_of
 from laneway.core.errors import ConfigError
 from laneway.core.units import format_duration, parse_duration
 from laneway.sizing.candidates import CandidateSettings, Goal, candidates, recommend, score
@@ -289,7 +289,7 @@ def _candidate(text: str, lane: LaneConfig, ns: argparse.Namespace) -> Candidate
         trial = lane.model_copy(update={"attempt_timeout": timeout, "retries": retries})
         needed = retry_policy(trial).worst_case(trial.per_attempt, math.inf)
         deadline = max(lane.deadline, needed)
-    return CandidateSettings(text, timeout, retries, deadline, lane.first_byte_timeout)
+    return CandidateSettings(text, timeout, retries, deadline, first_byte_timeout_of(lane))
 
 
 def _measured_table(results: Sequence[Measured], goal: Goal) -> str:

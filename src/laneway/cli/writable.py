@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from laneway.cache.factory import sqlite_cache_path
-from laneway.config.models import LanewayConfig
+from laneway.config.models import ChatLaneConfig, LanewayConfig, OcrLaneConfig
 from laneway.telemetry import SqliteTelemetryStore, store_for_url
 
 HINT = (
@@ -33,7 +33,9 @@ def unwritable(config: LanewayConfig, base_dir: Path) -> list[str]:
         wanted.append(
             (folder / "laneway-telemetry.spool", "the telemetry spool", "telemetry.spool_dir")
         )
-    if any(lane.cache is not None for lane in config.lanes.values()):
+    lanes = config.lanes.values()
+    cached = [lane for lane in lanes if isinstance(lane, ChatLaneConfig | OcrLaneConfig)]
+    if any(lane.cache is not None for lane in cached):
         cache = sqlite_cache_path(config.cache.url, base_dir)
         if cache is not None:
             wanted.append((cache, "the response cache", "cache.url"))

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Discriminator, Tag
 
 Loc = tuple[str | int, ...]
 
@@ -95,12 +95,13 @@ def describe(
 
 
 def _located(err: Mapping[str, Any], root: type[BaseModel]) -> tuple[Loc, str]:
-    loc: Loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+    loc, _ = _walk(root, tuple(err["loc"]))
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, FieldError):
         return (*loc, *cause.loc), cause.message
     if err["type"] == "extra_forbidden":
-        return loc, "unknown key" + did_you_mean(str(loc[-1]), _fields_at(root, loc[:-1]))
+        _, parent = _walk(root, tuple(err["loc"])[:-1])
+        return loc, "unknown key" + did_you_mean(str(loc[-1]), _fields_of(parent))
     if err["type"] == "string_pattern_mismatch":
         name = next((str(p) for p in reversed(loc) if isinstance(p, str)), "")
         return loc, _PATTERNS.get(name, f"does not have the form {err['ctx']['pattern']}")
@@ -127,15 +128,47 @@ def _at_deployment(loc: Loc, data: Any) -> Loc:
     return ("deployments", source["deployment"], *loc[4:])
 
 
-def _fields_at(root: type[BaseModel], loc: Loc) -> list[str]:
-    """The keys the model at ``loc`` knows (none when ``loc`` is not a model)."""
+def _walk(root: type[BaseModel], loc: Loc) -> tuple[Loc, Any]:
+    """``loc`` without pydantic's union tags, and the annotation it reaches.
+
+    A discriminated union's tag (a lane's kind) is told from a key by where it
+    stands, so a lane named ``chat`` keeps its name; the tag picks the model
+    whose keys are suggested.
+    """
+    kept: list[str | int] = []
     annotation: Any = root
     for part in loc:
+        tagged = _tagged(annotation, part)
+        if tagged is not None:
+            annotation = tagged
+            continue
+        if _is_union_tag(part):
+            continue
+        kept.append(part)
         model = _model_in(annotation)
         if model is not None and isinstance(part, str) and part in model.model_fields:
             annotation = model.model_fields[part].annotation
         else:
             annotation = _item_of(annotation)
+    return tuple(kept), annotation
+
+
+def _tagged(annotation: Any, part: object) -> Any:
+    """The option of a discriminated union ``annotation`` whose tag is ``part``, if any."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return None
+    union, *metadata = typing.get_args(annotation)
+    if not any(isinstance(m, Discriminator) for m in metadata):
+        return None
+    for option in typing.get_args(union):
+        tags = typing.get_args(option)[1:]
+        if any(isinstance(t, Tag) and t.tag == part for t in tags):
+            return option
+    return None
+
+
+def _fields_of(annotation: Any) -> list[str]:
+    """The keys the model ``annotation`` names knows (none when it names no model)."""
     model = _model_in(annotation)
     return list(model.model_fields) if model is not None else []
 

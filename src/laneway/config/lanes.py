@@ -1,13 +1,22 @@
 """A lane in ``laneway.yaml``: its deadline, retries, backoff, timeouts, caches, hedge and
-fallbacks, over its sources; a kind's fields are refused on a lane of another kind."""
+fallbacks, over its sources.
+
+``LaneConfig`` is a union by ``kind`` (chat when unset): ``LaneBase`` holds what
+every lane has, and ``ChatLaneConfig``, ``EmbedLaneConfig`` and ``OcrLaneConfig``
+each add only the fields their calls read, so code reading a kind's field narrows
+to that kind first, and a field of another kind is refused naming the kinds it
+applies to.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import (
     BeforeValidator,
+    Discriminator,
     Field,
+    Tag,
     model_validator,
 )
 
@@ -72,25 +81,11 @@ PROVIDER_KINDS: dict[str, tuple[str, ...]] = {
 """The lane kinds each wire format serves: Anthropic has no embeddings API. OCR
 sends the document as an image part (PDFs too), which every format carries."""
 
-_KIND_ONLY: dict[str, tuple[str, ...]] = {
-    "prompt": ("ocr",),
-    "max_batch_items": ("embed",),
-    "max_response_bytes": ("embed",),
-    "batch_concurrency": ("embed",),
-    "embed_cache": ("embed",),
-    "max_inputs": ("embed",),
-    "max_input_bytes": ("embed",),
-    "max_answer_bytes": ("embed",),
-    "cache": ("chat", "ocr"),
-    "fallback_lanes": ("chat", "embed"),
-}
-"""Lane fields that act on some kinds only; setting one elsewhere is an error."""
 
+class LaneBase(Strict):
+    """What every lane has: a named route's sources and its enforced call policy."""
 
-class LaneConfig(Strict):
-    """A named route: its sources and its enforced call policy."""
-
-    kind: Literal["chat", "embed", "ocr"] = "chat"
+    kind: Literal["chat", "embed", "ocr"]
     deadline: Duration = 60.0
     attempt_timeout: Duration | None = None
     retries: int = Field(default=0, ge=0, le=20)
@@ -102,36 +97,33 @@ class LaneConfig(Strict):
     max_pushback_wait: Duration = 30.0
     max_pushbacks: int = Field(default=0, ge=0, le=20)
     client_deadline: Duration | None = None
-    first_byte_timeout: Duration | None = None
-    idle_timeout: Duration | None = None
-    continue_on_cut: bool | Literal["restart"] = False
-    dimensions: int | None = Field(default=None, gt=0)
     breaker: BreakerConfig = Field(default_factory=BreakerConfig)
     stall_after: Duration | None = None
     estimate_missing_usage: bool = False
     require_price: bool = False
-    prompt: str | None = Field(default=None, min_length=1)
-    max_batch_items: int = Field(default=64, ge=1)
-    max_response_bytes: Size = Field(default=32 * 1024 * 1024, ge=1024)
-    batch_concurrency: int = Field(default=4, ge=1, le=64)
-    embed_cache: bool = False
-    max_inputs: int = Field(default=2048, ge=1)
-    """Texts one embeddings request may hold (OpenAI's own limit); more is a 413."""
-    max_input_bytes: Size = Field(default=2 * 1024 * 1024, ge=1)
-    """UTF-8 bytes of all the texts of one embeddings request; more is a 413."""
-    max_answer_bytes: Size = Field(default=64 * 1024 * 1024, ge=1024)
-    """The whole embeddings answer, estimated before any upstream call when the vector
-    length is known (the lane's ``dimensions`` or the request's); more is a 413."""
-    cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
     hedge: HedgeConfig | None = None
     """A second attempt on another source when the first has no answer ``after`` its start."""
-    fallback_lanes: list[str] = Field(default_factory=list)
-    """Lanes tried in order when this lane's call fails, each with its own policy, all
-    under the caller's one deadline."""
     sources: list[SourceConfig] = Field(min_length=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fields_fit_kind(cls, data: object) -> object:
+        """A field of another kind named with the kinds it applies to, not as an unknown key:
+        the writer most likely meant it and forgot (or mistyped) the lane's ``kind``."""
+        if not isinstance(data, dict):
+            return data
+        for name in data:
+            kinds = _KINDS_OF.get(name)
+            if kinds is not None and name not in cls.model_fields:
+                kind = cls.model_fields["kind"].default
+                raise FieldError(
+                    (name,),
+                    f"{name} applies to {' and '.join(kinds)} lanes only; this lane is {kind}",
+                )
+        return data
+
     @model_validator(mode="after")
-    def _coherent(self) -> LaneConfig:
+    def _coherent(self) -> Self:
         if self.retries and not self.retry_on:
             raise ValueError("retries is set but retry_on is empty: nothing would be retried")
         if isinstance(self.retry_on, dict) and self.retry_on and not self.retries:
@@ -145,26 +137,12 @@ class LaneConfig(Strict):
                 )
             if isinstance(code, int) and not 100 <= code <= 599:
                 raise FieldError(("retry_on",), f"{code} is not an HTTP status")
-        if self.kind == "embed" and (self.first_byte_timeout or self.idle_timeout):
-            raise ValueError("first_byte_timeout and idle_timeout apply to chat lanes only")
-        if self.kind == "chat" and self.dimensions is not None:
-            raise ValueError("dimensions applies to embed lanes only")
         if self.deadline <= 0:
             raise ValueError("deadline must be positive")
         return self
 
     @model_validator(mode="after")
-    def _fields_fit_kind(self) -> LaneConfig:
-        for name, kinds in _KIND_ONLY.items():
-            if name in self.model_fields_set and self.kind not in kinds:
-                raise ValueError(f"{name} applies to {' and '.join(kinds)} lanes only")
-        streamed = self.first_byte_timeout or self.idle_timeout or self.continue_on_cut
-        if self.kind == "ocr" and (streamed or self.dimensions is not None):
-            raise ValueError("ocr lanes are not streamed and have no dimensions")
-        return self
-
-    @model_validator(mode="after")
-    def _providers_serve_kind(self) -> LaneConfig:
+    def _providers_serve_kind(self) -> Self:
         for source in self.sources:
             kinds = PROVIDER_KINDS[source.provider]
             if self.kind not in kinds:
@@ -180,18 +158,11 @@ class LaneConfig(Strict):
         return self
 
     @model_validator(mode="after")
-    def _hedge_fits(self) -> LaneConfig:
+    def _hedge_fits(self) -> Self:
         if self.hedge is not None:
             problem = self.hedge.problem(len(self.sources), self.per_attempt)
             if problem is not None:
                 raise ValueError(problem)
-        return self
-
-    @model_validator(mode="after")
-    def _chat_prices_have_output(self) -> LaneConfig:
-        for source in self.sources:
-            if self.kind == "chat" and source.price is not None and source.price.output is None:
-                raise ValueError(f"source {source.model}: price.output is required on chat lanes")
         return self
 
     @property
@@ -206,3 +177,97 @@ class LaneConfig(Strict):
             name = source.name or f"{source.provider}:{source.model}"
             names.append(f"{name}#{index}" if name in names else name)
         return names
+
+
+class ChatLaneConfig(LaneBase):
+    """A chat lane: streamed or not, with its stream timeouts, response cache and fallbacks."""
+
+    kind: Literal["chat"] = "chat"
+    first_byte_timeout: Duration | None = None
+    idle_timeout: Duration | None = None
+    continue_on_cut: bool | Literal["restart"] = False
+    cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
+    fallback_lanes: list[str] = Field(default_factory=list)
+    """Lanes tried in order when this lane's call fails, each with its own policy, all
+    under the caller's one deadline."""
+
+    @model_validator(mode="after")
+    def _prices_have_output(self) -> Self:
+        for source in self.sources:
+            if source.price is not None and source.price.output is None:
+                raise ValueError(f"source {source.model}: price.output is required on chat lanes")
+        return self
+
+
+class EmbedLaneConfig(LaneBase):
+    """An embeddings lane: its vector length, batching, size bounds, vector cache, fallbacks."""
+
+    kind: Literal["embed"] = "embed"
+    dimensions: int | None = Field(default=None, gt=0)
+    max_batch_items: int = Field(default=64, ge=1)
+    max_response_bytes: Size = Field(default=32 * 1024 * 1024, ge=1024)
+    batch_concurrency: int = Field(default=4, ge=1, le=64)
+    embed_cache: bool = False
+    max_inputs: int = Field(default=2048, ge=1)
+    """Texts one embeddings request may hold (OpenAI's own limit); more is a 413."""
+    max_input_bytes: Size = Field(default=2 * 1024 * 1024, ge=1)
+    """UTF-8 bytes of all the texts of one embeddings request; more is a 413."""
+    max_answer_bytes: Size = Field(default=64 * 1024 * 1024, ge=1024)
+    """The whole embeddings answer, estimated before any upstream call when the vector
+    length is known (the lane's ``dimensions`` or the request's); more is a 413."""
+    fallback_lanes: list[str] = Field(default_factory=list)
+    """Lanes tried in order when this lane's call fails, each with its own policy, all
+    under the caller's one deadline."""
+
+
+class OcrLaneConfig(LaneBase):
+    """An OCR lane: a document read by a vision model, never streamed, its answers cacheable."""
+
+    kind: Literal["ocr"] = "ocr"
+    prompt: str | None = Field(default=None, min_length=1)
+    cache: Annotated[ChatCacheConfig | None, BeforeValidator(_no_cache)] = None
+
+
+_KINDS = (ChatLaneConfig, EmbedLaneConfig, OcrLaneConfig)
+
+_KINDS_OF: dict[str, tuple[str, ...]] = {
+    name: tuple(
+        other.model_fields["kind"].default for other in _KINDS if name in other.model_fields
+    )
+    for lane in _KINDS
+    for name in lane.model_fields
+    if name not in LaneBase.model_fields
+}
+"""Each field some kinds have and others not, with the kinds that have it."""
+
+
+def _kind_of(lane: object) -> str | None:
+    """The union's tag: a mapping's ``kind`` (``chat`` when it has none), a lane's own; anything
+    else is read as a chat lane, whose model then says what is wrong with it."""
+    if isinstance(lane, dict):
+        kind = lane.get("kind", "chat")
+        return kind if isinstance(kind, str) else None
+    return lane.kind if isinstance(lane, LaneBase) else "chat"
+
+
+LaneConfig = Annotated[
+    Annotated[ChatLaneConfig, Tag("chat")]
+    | Annotated[EmbedLaneConfig, Tag("embed")]
+    | Annotated[OcrLaneConfig, Tag("ocr")],
+    Discriminator(
+        _kind_of,
+        custom_error_type="lane_kind",
+        custom_error_message="kind must be chat, embed or ocr",
+    ),
+]
+"""A lane of any kind, parsed to its kind's class (``chat`` when ``kind`` is left out)."""
+
+
+def fallback_lanes_of(lane: LaneConfig) -> list[str]:
+    """The lanes ``lane`` falls back to (an OCR lane has none)."""
+    return [] if isinstance(lane, OcrLaneConfig) else lane.fallback_lanes
+
+
+def first_byte_timeout_of(lane: LaneConfig) -> float | None:
+    """A chat lane's ``first_byte_timeout`` (other kinds are not streamed: none)."""
+    return lane.first_byte_timeout if isinstance(lane, ChatLaneConfig) else None

@@ -25,7 +25,16 @@ from laneway.config.fields import (
     Size,
     Strict,
 )
-from laneway.config.lanes import BackoffConfig, ChatCacheConfig, LaneConfig
+from laneway.config.lanes import (
+    BackoffConfig,
+    ChatCacheConfig,
+    ChatLaneConfig,
+    EmbedLaneConfig,
+    LaneConfig,
+    OcrLaneConfig,
+    fallback_lanes_of,
+    first_byte_timeout_of,
+)
 from laneway.config.server import (
     AdminKeyConfig,
     AlertsConfig,
@@ -53,12 +62,15 @@ __all__ = [
     "BudgetConfig",
     "CacheConfig",
     "ChatCacheConfig",
+    "ChatLaneConfig",
     "ConcurrencyConfig",
     "CorsConfig",
     "DeploymentConfig",
+    "EmbedLaneConfig",
     "KeyConfig",
     "LaneConfig",
     "LanewayConfig",
+    "OcrLaneConfig",
     "PriceConfig",
     "QuotaGroupConfig",
     "Secret",
@@ -67,6 +79,8 @@ __all__ = [
     "StateConfig",
     "TelemetryConfig",
     "UpstreamConfig",
+    "fallback_lanes_of",
+    "first_byte_timeout_of",
 ]
 
 
@@ -189,7 +203,7 @@ class LanewayConfig(Strict):
     @model_validator(mode="after")
     def _fallbacks_name_lanes(self) -> LanewayConfig:
         for name, lane in self.lanes.items():
-            for i, other in enumerate(lane.fallback_lanes):
+            for i, other in enumerate(fallback_lanes_of(lane)):
                 where = ("lanes", name, "fallback_lanes", i)
                 if other not in self.lanes:
                     known = did_you_mean(other, self.lanes)
@@ -214,7 +228,7 @@ class LanewayConfig(Strict):
             name = pending.pop()
             if name not in chain:
                 chain.append(name)
-                pending.extend(reversed(self.lanes[name].fallback_lanes))
+                pending.extend(reversed(fallback_lanes_of(self.lanes[name])))
         return chain
 
     @model_validator(mode="after")

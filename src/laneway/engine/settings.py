@@ -24,7 +24,8 @@ class ResponseCacheSettings:
 
 @dataclass(frozen=True, slots=True)
 class LaneSettings:
-    """A lane's settings as calls read them (see ``config.lanes.LaneConfig`` for each)."""
+    """A lane's settings as calls read them (see ``config.lanes`` for each). One flat shape for
+    every kind: a field of another kind keeps its default, and no call of this kind reads it."""
 
     kind: Literal["chat", "embed", "ocr"]
     deadline: float

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from laneway.app.policies import worst_case
-from laneway.config.models import LaneConfig
+from laneway.config.models import ChatLaneConfig, LaneConfig, first_byte_timeout_of
 from laneway.core.units import format_duration
 from laneway.sizing.replay import replay
 from laneway.sizing.samples import RecordedCall, answer_times, percentile
@@ -43,7 +43,7 @@ class CandidateSettings:
             "retries": self.retries,
             "deadline": self.deadline,
         }
-        if self.first_byte_timeout is not None:
+        if self.first_byte_timeout is not None and isinstance(config, ChatLaneConfig):
             update["first_byte_timeout"] = self.first_byte_timeout
         return config.model_copy(update=update)
 
@@ -141,7 +141,11 @@ def recommend(scores: Sequence[Score], goal: Goal) -> tuple[Score, str] | None:
 
 def _current(config: LaneConfig, goal: Goal) -> CandidateSettings:
     return CandidateSettings(
-        "current", config.per_attempt, config.retries, config.deadline, config.first_byte_timeout
+        "current",
+        config.per_attempt,
+        config.retries,
+        config.deadline,
+        first_byte_timeout_of(config),
     )
 
 

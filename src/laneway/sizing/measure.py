@@ -17,7 +17,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 from laneway.app import build_engine
-from laneway.config.models import LaneConfig, LanewayConfig, SourceConfig
+from laneway.config.models import (
+    ChatLaneConfig,
+    EmbedLaneConfig,
+    LaneConfig,
+    LanewayConfig,
+    OcrLaneConfig,
+    SourceConfig,
+)
 from laneway.core.errors import CallFailed
 from laneway.core.messages import ChatMessage
 from laneway.core.transport import HttpRequest, HttpResponse, HttpStream, Transport
@@ -69,7 +76,8 @@ class Measured:
 
 def most_requests(lane: LaneConfig) -> int:
     """The most upstream requests one call of ``lane`` can make."""
-    continuations = len(lane.sources) - 1 if lane.continue_on_cut else 0
+    cuts = isinstance(lane, ChatLaneConfig) and lane.continue_on_cut
+    continuations = len(lane.sources) - 1 if cuts else 0
     return 1 + lane.retries + lane.max_pushbacks + continuations
 
 
@@ -152,10 +160,10 @@ async def _run(engine: Engine, name: str, lane: LaneConfig) -> tuple[float, str]
     """One call on the lane: its wall and ``ok`` or the error code."""
     started = time.monotonic()
     try:
-        if lane.kind == "embed":
+        if isinstance(lane, EmbedLaneConfig):
             texts = [MEASURE_TEXT] * lane.max_batch_items
             await engine.embed(name, EmbedRequest(texts, None, {}))
-        elif lane.kind == "ocr":
+        elif isinstance(lane, OcrLaneConfig):
             await engine.ocr(name, SAMPLE_PNG, mime_type="image/png")
         else:
             messages: list[ChatMessage] = [{"role": "user", "content": MEASURE_TEXT}]
@@ -167,6 +175,6 @@ async def _run(engine: Engine, name: str, lane: LaneConfig) -> tuple[float, str]
 
 def _uncached(lane: LaneConfig) -> LaneConfig:
     """A measured call must reach the upstream: no response or embedding cache."""
-    if lane.kind == "embed":
+    if isinstance(lane, EmbedLaneConfig):
         return lane.model_copy(update={"embed_cache": False})
     return lane.model_copy(update={"cache": None})
