@@ -7,9 +7,12 @@ errors naming the key and the line where it stands.
 from laneway.config.load import load_config, parse_config
 from laneway.config.models import (
     BackoffConfig,
+    ChatLaneConfig,
+    EmbedLaneConfig,
     KeyConfig,
     LaneConfig,
     LanewayConfig,
+    OcrLaneConfig,
     Secret,
     ServerConfig,
     SourceConfig,
@@ -17,9 +20,12 @@ from laneway.config.models import (
 
 __all__ = [
     "BackoffConfig",
+    "ChatLaneConfig",
+    "EmbedLaneConfig",
     "KeyConfig",
     "LaneConfig",
     "LanewayConfig",
+    "OcrLaneConfig",
     "Secret",
     "ServerConfig",
     "SourceConfig",
