@@ -87,18 +87,21 @@ async def test_a_rerun_continues_from_the_checkpoint_and_redoes_nothing(sim, tmp
     spec = unique_spec("ok")
     config = embed_config(sim, spec, max_batch_items=5)
     async with Laneway.from_settings(config, environ={}) as lw:
-        first = lw.embed_many("emb", texts(30), job_dir=tmp_path)
+        # One call at a time: the third call's results are read before a fourth is sent, so
+        # the checkpoint holds exactly three calls however slow the host (with a window of
+        # four, a loaded host could end every call before the reader stopped).
+        first = lw.embed_many("emb", texts(30), job_dir=tmp_path, max_concurrency=1)
         async for result in first:
             if result.index == 12:
                 break
     calls_done = len((tmp_path / CHECKPOINT).read_bytes().splitlines())
-    assert 3 <= calls_done < 6
+    assert calls_done == 3
     async with Laneway.from_settings(config, environ={}) as lw:
         again = lw.embed_many("emb", texts(30), job_dir=tmp_path)
         results = await collect(again)
     assert [r.index for r in results] == list(range(30))
     assert again.resumed == calls_done * 5
-    assert await sim_hits(sim, spec) <= 6 + (6 - calls_done) + 4, "finished calls were not redone"
+    assert await sim_hits(sim, spec) == 6, "finished calls were not redone"
     async with Laneway.from_settings(config, environ={}) as lw:
         finished = lw.embed_many("emb", texts(30), job_dir=tmp_path)
         assert [r.embedding for r in await collect(finished)] == [r.embedding for r in results]
