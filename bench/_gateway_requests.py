@@ -38,10 +38,7 @@ import aiohttp
 import orjson
 import uvloop
 
-from _serving_entry import build_gateway, uvicorn_config
-from laneway.cli.serve import config_dir
-from laneway.config.load import load_config
-from laneway.server.prompt import PromptServer
+from _serving_entry import served
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 WARM_UP = 50
@@ -78,14 +75,8 @@ async def main(
 ) -> None:
     endpoint, body = request(prompt_bytes, model)
     headers = {"Authorization": f"Bearer {key}", "content-type": "application/json"}
-    config, environ = load_config(path)
-    gateway = build_gateway(config, environ, config_dir(path), access_log=access_log)
-    server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 (uvicorn has no event to wait on)
-        await asyncio.sleep(0.01)
-    url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}{endpoint}"
-    async with aiohttp.ClientSession() as http:
+    async with served(path, access_log) as port, aiohttp.ClientSession() as http:
+        url = f"http://127.0.0.1:{port}{endpoint}"
         for number in range(WARM_UP + calls):
             if freeze and number == WARM_UP:
                 gc.collect()
@@ -93,8 +84,6 @@ async def main(
             async with http.post(url, data=body, headers=headers) as response:
                 await response.read()
                 assert response.status == 200, response.status
-    server.stop()
-    await serving
 
 
 if __name__ == "__main__":

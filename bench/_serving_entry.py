@@ -8,8 +8,16 @@ driver (``PYTHONPATH=TREE/src``), older commits included; before
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
+
+from laneway.cli.serve import config_dir
+from laneway.config.load import load_config
+from laneway.server.prompt import PromptServer
 
 
 def _entry(module: str, before: str, name: str) -> Any:
@@ -22,3 +30,20 @@ def _entry(module: str, before: str, name: str) -> Any:
 
 build_gateway = _entry("laneway.app.composer", "laneway.cli.compose", "build_gateway")
 uvicorn_config = _entry("laneway.serving.settings", "laneway.server.run", "uvicorn_config")
+
+
+@asynccontextmanager
+async def served(path: Path, access_log: str | None) -> AsyncIterator[int]:
+    """The ``laneway serve`` app of the config at ``path``, served in this event loop on a
+    free loopback port (yielded) until the block ends."""
+    config, environ = load_config(path)
+    gateway = build_gateway(config, environ, config_dir(path), access_log=access_log)
+    server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
+    serving = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 (uvicorn has no event to wait on)
+        await asyncio.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.stop()
+        await serving

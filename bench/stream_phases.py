@@ -18,7 +18,6 @@ wrappers cost a few µs each, the same in both rows.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import statistics
 import sys
@@ -37,12 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _gateway_setup as setup
 import _relay
 import _stream_client
-from _serving_entry import build_gateway, uvicorn_config
-from laneway.cli.serve import config_dir
-from laneway.config.load import load_config
+from _serving_entry import served
 from laneway.core.transport import HttpRequest, HttpStream
 from laneway.http.aiohttp import AiohttpTransport
-from laneway.server.prompt import PromptServer
 from laneway.server.protocol import GatewayProtocol
 
 PHASES = ("read", "upstream", "upstream head", "first block", "head", "first chunk")
@@ -112,22 +108,16 @@ class StampedStream:
 
 async def measure(config: Path, calls: int, stamps: Stamps, access_log: Any) -> list[str]:
     """The phases' medians (µs) and the caller's TTFT over ``calls`` streamed calls."""
-    loaded, environ = load_config(config)
-    gateway = build_gateway(loaded, environ, config_dir(config), access_log=access_log)
-    server = PromptServer(uvicorn_config(gateway, host="127.0.0.1", port=0, drain_timeout=1.0))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 (uvicorn has no event to wait on)
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    url = f"http://127.0.0.1:{port}{setup.PATH}"
     figures, body, kept = _stream_client.Paced(), _stream_client._body("paced"), []
-    async with aiohttp.ClientSession(headers=setup.AUTH_HEADERS) as session:
+    async with (
+        served(config, access_log) as port,
+        aiohttp.ClientSession(headers=setup.AUTH_HEADERS) as session,
+    ):
+        url = f"http://127.0.0.1:{port}{setup.PATH}"
         for number in range(WARM_UP + calls):
             await figures.one(session, url, body)
             if number >= WARM_UP and len(stamps) == len(PHASES):
                 kept.append(dict(stamps))
-    server.stop()
-    await serving
     lines = [
         f"  {a} -> {b}: {statistics.median(s[b] - s[a] for s in kept) * 1e6:,.0f} µs"
         for a, b in itertools.pairwise(PHASES)
