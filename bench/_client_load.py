@@ -67,9 +67,27 @@ async def _httpx_like(module_name: str, url: str, conns: int) -> AsyncIterator[P
         yield post
 
 
+@asynccontextmanager
+async def _pyreqwest(url: str, conns: int) -> AsyncIterator[Post]:
+    """pyreqwest (Rust's reqwest on tokio, its I/O on the library's own runtime thread)."""
+    from pyreqwest.client import ClientBuilder
+
+    builder = ClientBuilder().max_connections(conns).error_for_status(False)
+    async with builder.build() as client:
+
+        async def post() -> None:
+            request = client.post(url).headers(_HEADERS).body_bytes(REQUEST_BODY).build()
+            resp = await request.send()
+            _check(resp.status, bytes(await resp.bytes()))
+
+        yield post
+
+
 def _client(name: str, url: str, conns: int) -> contextlib.AbstractAsyncContextManager[Post]:
     if name == "aiohttp":
         return _aiohttp(url, conns)
+    if name == "pyreqwest":
+        return _pyreqwest(url, conns)
     if name in ("httpx", "httpx2"):
         return _httpx_like(name, url, conns)
     raise SystemExit(f"unknown client {name!r}")

@@ -4,12 +4,13 @@ A gateway spends its life doing two things: accepting HTTP from callers (server)
 making HTTP to providers (client). On a loopback with a trivial upstream, the per-request
 cost of each library is all that is left to see, so this compares candidates for both:
 
-* clients (``aiohttp``, ``httpx2``, ``httpx``) POSTing JSON with a keep-alive pool to a
-  fixed-response uvicorn upstream, at concurrency 1 (latency) and 32 (throughput);
+* clients (``aiohttp``, ``httpx2``, ``httpx``, ``pyreqwest``) POSTing JSON with a keep-alive
+  pool to a fixed-response uvicorn upstream, at concurrency 1 (latency) and 32 (throughput);
 * servers (raw ASGI on uvicorn with ``httptools`` or ``h11``, and ``granian``) serving the
   same fixed response, loaded by ``wrk`` at 1 and 32 connections.
 
-Candidates not in the project venv (``httpx``, ``granian``) go into ``bench/.venv-tmp``.
+Candidates not in the project venv (``httpx``, ``pyreqwest``, ``granian``) go into
+``bench/.venv-tmp``.
 Rounds are interleaved and each figure is the median of 3 rounds, so slow drift (thermal,
 noisy neighbours) hits every candidate alike. The server/upstream is pinned to CPU 0 and
 the load generator to CPU 1. Results go to ``docs/benchmarks.md`` (section
@@ -151,13 +152,15 @@ def _v(package: str) -> str:
 
 
 def client_candidates(extra: dict[str, str | None], skipped: list[str]) -> list[Candidate]:
-    """aiohttp and httpx2 from the project venv; httpx from the tmp venv when installable."""
+    """aiohttp and httpx2 from the project venv; httpx and pyreqwest from the tmp venv when
+    installable."""
     mine = importlib.metadata.version
     found = [Candidate("aiohttp", mine("aiohttp")), Candidate("httpx2", mine("httpx2"))]
-    if extra["httpx"] is None:
-        found.append(Candidate("httpx", _tmp_version("httpx"), str(_tmp_python())))
-    else:
-        skipped.append(f"client `httpx`: {extra['httpx']}")
+    for name in ("httpx", "pyreqwest"):
+        if extra[name] is None:
+            found.append(Candidate(name, _tmp_version(name), str(_tmp_python())))
+        else:
+            skipped.append(f"client `{name}`: {extra[name]}")
     return found
 
 
@@ -358,7 +361,7 @@ def main() -> int:
         signal.signal(sig, _exit_on_signal)
     started = time.monotonic()
     skipped: list[str] = []
-    extra = ensure_tmp_packages(("httpx", "granian"))
+    extra = ensure_tmp_packages(("httpx", "pyreqwest", "granian"))
     wrk_reason = ensure_wrk()
     clients = client_candidates(extra, skipped)
     servers = [] if wrk_reason else server_candidates(extra, skipped)

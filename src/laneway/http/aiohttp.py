@@ -1,8 +1,10 @@
 """The production transport: one pooled keep-alive aiohttp session.
 
 aiohttp was chosen by measurement (``bench/http_stack.py``, recorded in
-``docs/benchmarks.md``). Cancellation of the awaiting task closes the
-connection, so a cut attempt leaves nothing behind.
+``docs/benchmarks.md``), and kept where a bare client beat it: pyreqwest, twice
+aiohttp's rate alone, saved nothing inside ``laneway serve`` (``bench/transport_ab.py``).
+Cancellation of the awaiting task closes the connection, so a cut attempt leaves
+nothing behind.
 
 aiohttp's errors are mapped here and nowhere else, each to the attempt
 failure the retry policy classifies: a connection that cannot be made or is
