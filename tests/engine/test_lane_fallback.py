@@ -104,7 +104,7 @@ lanes:
     ("old", "new", "message"),
     [
         ("fallback_lanes: [c]", "fallback_lanes: [x]", "names unknown lane 'x'"),
-        ("fallback_lanes: [c]", "fallback_lanes: [e]", "e is a embed lane, not chat"),
+        ("fallback_lanes: [c]", "fallback_lanes: [e]", "e is of kind embed, not chat"),
         ("fallback_lanes: [c]", "fallback_lanes: [b]", "a lane cannot fall back to itself"),
     ],
 )

@@ -37,7 +37,7 @@ async def test_unknown_lane_lists_the_lanes(sim) -> None:
             await lw.chat("nope", [{"role": "user", "content": "x"}])
         with pytest.raises(RequestInvalid, match="messages"):
             await lw.chat("lane", [])
-        with pytest.raises(RequestInvalid, match="is a chat lane"):
+        with pytest.raises(RequestInvalid, match="is of kind chat"):
             await lw.embed("lane", ["x"])
 
 

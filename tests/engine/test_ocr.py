@@ -57,11 +57,11 @@ async def test_a_pdf_page_goes_as_a_file_part_with_the_default_prompt(sim) -> No
 
 async def test_an_ocr_lane_is_not_a_chat_lane(sim) -> None:
     async with Laneway.from_settings(one_lane(sim, "ok"), environ={}) as lw:
-        with pytest.raises(RequestInvalid, match="is a chat lane, not ocr"):
+        with pytest.raises(RequestInvalid, match="is of kind chat, not ocr"):
             await lw.ocr("lane", PNG)
     ocr_config = one_lane(sim, "ok", kind="ocr")
     async with Laneway.from_settings(ocr_config, environ={}) as lw:
-        with pytest.raises(RequestInvalid, match="is a ocr lane, not chat"):
+        with pytest.raises(RequestInvalid, match="is of kind ocr, not chat"):
             await lw.chat("lane", [{"role": "user", "content": "hi"}])
 
 

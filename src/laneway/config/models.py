@@ -210,7 +210,7 @@ class LanewayConfig(Strict):
                     raise FieldError(where, f"names unknown lane {other!r}{known}")
                 if self.lanes[other].kind != lane.kind:
                     raise FieldError(
-                        where, f"{other} is a {self.lanes[other].kind} lane, not {lane.kind}"
+                        where, f"{other} is of kind {self.lanes[other].kind}, not {lane.kind}"
                     )
                 if other == name:
                     raise FieldError(where, "a lane cannot fall back to itself")

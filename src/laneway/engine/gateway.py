@@ -92,7 +92,7 @@ class Engine:
         if lane is None:
             raise UnknownLane(name, sorted(self.lanes), self.routes.aliases)
         if kind is not None and lane.kind != kind:
-            raise RequestInvalid("model", f"lane {name!r} is a {lane.kind} lane, not {kind}")
+            raise RequestInvalid("model", f"lane {name!r} is of kind {lane.kind}, not {kind}")
         if ready and lane.problems:
             raise LaneNotReady(name, lane.problems)
         return lane
