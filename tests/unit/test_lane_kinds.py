@@ -68,7 +68,12 @@ def test_each_kind_parses_to_its_class_and_no_kind_is_chat() -> None:
         ),
         (["kind: ocr", "idle_timeout: 3s"], "5: lanes.a.idle_timeout", "chat lanes only"),
         (["kind: embed", "continue_on_cut: true"], "5: lanes.a.continue_on_cut", "chat lanes"),
-        (["dimensions: 8"], "4: lanes.a.dimensions", "dimensions applies to embed lanes only"),
+        (
+            ["dimensions: 8"],
+            "4: lanes.a.dimensions",
+            "dimensions applies to embed lanes only; this lane gives no kind, so it is chat "
+            "(set kind: embed)",
+        ),
         (["prompt: Read"], "4: lanes.a.prompt", "prompt applies to ocr lanes only"),
     ],
 )
@@ -80,9 +85,13 @@ def test_a_field_of_another_kind_is_refused_at_its_line_naming_the_kinds(
     assert message in refusal(text)
 
 
-def test_an_unknown_kind_and_an_unknown_key_say_so_at_the_lane() -> None:
-    assert "laneway.yaml:2: lanes.a: kind must be chat, embed or ocr" in refusal(
+def test_an_unknown_kind_and_an_unknown_key_say_so_at_their_lines() -> None:
+    assert "laneway.yaml:3: lanes.a.kind: 'image' is not a lane kind: chat, embed, ocr" in refusal(
         "lanes:\n" + lane("a", "kind: image")
+    )
+    typo = refusal("lanes:\n" + lane("a", "kind: embedd"))
+    assert (
+        "lanes.a.kind: 'embedd' is not a lane kind: chat, embed, ocr (did you mean embed?)" in typo
     )
     near = refusal("lanes:\n" + lane("a", "kind: embed", "max_input: 3"))
     assert "laneway.yaml:4: lanes.a.max_input: unknown key (did you mean max_inputs?)" in near

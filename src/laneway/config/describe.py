@@ -18,6 +18,9 @@ import yaml
 from pydantic import BaseModel, Discriminator, Tag
 
 Loc = tuple[str | int, ...]
+LANE_KIND = "lane_kind"
+"""The error type of a lane whose ``kind`` is none of ``LANE_KINDS`` (``config.lanes``)."""
+LANE_KINDS = ("chat", "embed", "ocr")
 
 LITELLM_NAMES = {
     "api_base": "base_url",
@@ -99,6 +102,10 @@ def _located(err: Mapping[str, Any], root: type[BaseModel]) -> tuple[Loc, str]:
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, FieldError):
         return (*loc, *cause.loc), cause.message
+    if err["type"] == LANE_KIND and isinstance(err.get("input"), dict) and "kind" in err["input"]:
+        kind = err["input"]["kind"]
+        near = did_you_mean(str(kind), LANE_KINDS)
+        return (*loc, "kind"), f"{kind!r} is not a lane kind: {', '.join(LANE_KINDS)}{near}"
     if err["type"] == "extra_forbidden":
         _, parent = _walk(root, tuple(err["loc"])[:-1])
         return loc, "unknown key" + did_you_mean(str(loc[-1]), _fields_of(parent))

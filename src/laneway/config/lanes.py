@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from laneway.config.describe import FieldError
+from laneway.config.describe import LANE_KIND, LANE_KINDS, FieldError
 from laneway.config.fields import (
     Duration,
     RetryCount,
@@ -116,9 +116,11 @@ class LaneBase(Strict):
             kinds = _KINDS_OF.get(name)
             if kinds is not None and name not in cls.model_fields:
                 kind = cls.model_fields["kind"].default
+                this = f"this lane is {kind}"
+                if "kind" not in data:
+                    this = f"this lane gives no kind, so it is {kind} (set kind: {kinds[0]})"
                 raise FieldError(
-                    (name,),
-                    f"{name} applies to {' and '.join(kinds)} lanes only; this lane is {kind}",
+                    (name,), f"{name} applies to {' and '.join(kinds)} lanes only; {this}"
                 )
         return data
 
@@ -256,8 +258,8 @@ LaneConfig = Annotated[
     | Annotated[OcrLaneConfig, Tag("ocr")],
     Discriminator(
         _kind_of,
-        custom_error_type="lane_kind",
-        custom_error_message="kind must be chat, embed or ocr",
+        custom_error_type=LANE_KIND,
+        custom_error_message=f"kind must be {', '.join(LANE_KINDS)}",
     ),
 ]
 """A lane of any kind, parsed to its kind's class (``chat`` when ``kind`` is left out)."""
