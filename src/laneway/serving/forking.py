@@ -42,7 +42,8 @@ WORKER_MODULES = (
 """What every worker imports to build its gateway and run it: the composition root, the
 server, budget alerts, uvloop, and the IDNA codec an upstream's host name goes through. Each
 was seen imported after the fork by ``python -X importtime -m laneway serve --workers 2``;
-preloaded, the two workers' tree holds 2.4-3.1 MiB less PSS (docs/benchmarks.md)."""
+preloaded, the two workers' tree held 2.4-3.1 MiB less PSS after 20 s of load, a gain lost in
+the heap's growth over five minutes (docs/benchmarks.md)."""
 
 ADAPTERS = {
     "openai": "laneway.providers.openai",
