@@ -1,12 +1,14 @@
 """One chat call read and answered in a dialect's wire format: the core of the chat APIs.
 
-``chat_completions``, ``messages`` and ``responses`` each name their dialect
-(``server.dialect``) and hand the request here: the dialect reads the body
-into a ``ChatRequest``, the engine answers it (streamed or not) under the
-key's limits, and the dialect writes the answer.
+Each chat API's route (``ChatRoute``: Chat Completions, Anthropic's Messages,
+the Responses API) names its dialect (``server.dialect``) and hands the request
+here: the dialect reads the body into a ``ChatRequest``, the engine answers it
+(streamed or not) under the key's limits, and the dialect writes the answer.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from laneway.core.records import CallMeta
 from laneway.server.context import RequestContext
@@ -17,6 +19,25 @@ from laneway.server.parts import GatewayParts, call_meta
 from laneway.server.request_ids import forwarded_headers
 from laneway.server.streaming import forward_stream
 from laneway.server.watch import DisconnectWatch
+
+
+class ChatRoute:
+    """One chat API: its dialect, loaded on the route's first call (Anthropic's and the
+    Responses API's modules are not imported at start: time to ready)."""
+
+    __slots__ = ("_conversation", "_dialect", "_load")
+
+    def __init__(self, conversation: Conversation, load: Callable[[], Dialect]) -> None:
+        self._conversation = conversation
+        self._load = load
+        self._dialect: Dialect | None = None
+
+    async def answer(self, ctx: RequestContext) -> None:
+        """One chat call in the route's wire format."""
+        dialect = self._dialect
+        if dialect is None:
+            dialect = self._dialect = self._load()
+        await self._conversation.converse(ctx, dialect)
 
 
 class Conversation:
