@@ -95,6 +95,14 @@ class SettledAnswer(Protocol):
     def source(self) -> str | None: ...
 
 
+class LaneAnswer(SettledAnswer, Protocol):
+    """A finished call's answer that names the lane which gave it (the lane called, or one
+    of its fallback lanes)."""
+
+    @property
+    def lane(self) -> str: ...
+
+
 class LimitedCall:
     """``async with``: reserve on entry, settle on exit with what ``answered`` was given."""
 

@@ -10,7 +10,8 @@ The gateway's counterpart of the engine's ``CallParts``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from laneway.config.models import ServerConfig
 from laneway.core.errors import UnknownLane
@@ -28,9 +29,12 @@ from laneway.server.asgi import BodyTooLarge, Headers, Reply, read_body, send_re
 from laneway.server.context import CallsInFlight, RequestContext
 from laneway.server.errors import Refused, call_headers
 from laneway.server.keys import Caller, KeyRing
-from laneway.server.limits import UNLIMITED, KeyLimits, LimitedCall
+from laneway.server.limits import UNLIMITED, KeyLimits, LaneAnswer, LimitedCall
 from laneway.server.render import answer_headers
+from laneway.server.watch import DisconnectWatch
 from laneway.wire.openai.chat_request import json_object, lane_name
+
+A = TypeVar("A", bound=LaneAnswer)
 
 NO_CALL = call_headers("", None, 0)
 """The ``X-Laneway-*`` headers of an answer no engine call made (models, health)."""
@@ -120,6 +124,22 @@ class GatewayParts:
         if self.limits is None:
             return UNLIMITED
         return self.limits.call(caller.name, lane, request, caller.limits, caller.spent_before)
+
+    async def held(
+        self,
+        ctx: RequestContext,
+        caller: Caller,
+        lane: str,
+        request: ChatRequest | EmbedRequest | None,
+        call: Callable[[], Awaitable[A]],
+    ) -> tuple[A, Headers]:
+        """The answer of the engine ``call``, made counted in flight, watched for its client
+        leaving and under the key's limits; with the key's ``X-RateLimit-*`` headers."""
+        with self.calls, DisconnectWatch(ctx.receive, ctx.departure):
+            async with self.limited(caller, lane, request) as limited:
+                result = await call()
+                limited.answered(result, result.lane)
+        return result, limited.rate_headers
 
     async def reply(
         self,

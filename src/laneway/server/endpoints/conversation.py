@@ -61,17 +61,17 @@ class Conversation:
                 async with parts.limited(caller, lane, call.request) as limited:
                     await self._stream(ctx, lane, call, deadline, meta, limited)
             return
-        with parts.calls, DisconnectWatch(ctx.receive, ctx.departure):
-            async with parts.limited(caller, lane, call.request) as limited:
-                result = await parts.engine.chat(
-                    lane,
-                    call.request,
-                    deadline=deadline,
-                    meta=meta,
-                    cache=cache_control(ctx.headers),
-                )
-                limited.answered(result, result.lane)
-        await parts.reply(ctx, result, call.body(result), limited.rate_headers)
+        cache = cache_control(ctx.headers)
+        result, rate_headers = await parts.held(
+            ctx,
+            caller,
+            lane,
+            call.request,
+            lambda: parts.engine.chat(
+                lane, call.request, deadline=deadline, meta=meta, cache=cache
+            ),
+        )
+        await parts.reply(ctx, result, call.body(result), rate_headers)
 
     async def _stream(
         self,

@@ -6,7 +6,6 @@ from laneway.server.context import RequestContext
 from laneway.server.parse import caller_deadline, check_embed_bounds
 from laneway.server.parts import GatewayParts, call_meta
 from laneway.server.request_ids import forwarded_headers
-from laneway.server.watch import DisconnectWatch
 from laneway.wire.openai.embeddings import embed_call, embeddings_body
 
 
@@ -25,11 +24,13 @@ class Embeddings:
         call = embed_call(data, forwarded_headers(ctx.headers, ctx.request_id))
         check_embed_bounds(call, parts.engine.lanes[lane].config)
         deadline = caller_deadline(ctx.headers, parts.margin, streaming=False)
-        with parts.calls, DisconnectWatch(ctx.receive, ctx.departure):
-            async with parts.limited(caller, lane, call.request) as limited:
-                result = await parts.engine.embed(
-                    lane, call.request, deadline=deadline, meta=call_meta(caller, ctx)
-                )
-                limited.answered(result, result.lane)
+        meta = call_meta(caller, ctx)
+        result, rate_headers = await parts.held(
+            ctx,
+            caller,
+            lane,
+            call.request,
+            lambda: parts.engine.embed(lane, call.request, deadline=deadline, meta=meta),
+        )
         body = embeddings_body(result)
-        await parts.reply(ctx, result, body, limited.rate_headers)
+        await parts.reply(ctx, result, body, rate_headers)

@@ -6,7 +6,6 @@ from laneway.server.context import RequestContext
 from laneway.server.parse import cache_control, caller_deadline
 from laneway.server.parts import GatewayParts, call_meta
 from laneway.server.render import ocr_body
-from laneway.server.watch import DisconnectWatch
 from laneway.wire.mistral_ocr import parse_ocr_request
 
 
@@ -24,16 +23,20 @@ class Ocr:
         caller, data, lane = await parts.request(ctx)
         call = parse_ocr_request(data)
         deadline = caller_deadline(ctx.headers, parts.margin, streaming=False)
-        with parts.calls, DisconnectWatch(ctx.receive, ctx.departure):
-            async with parts.limited(caller, lane, None) as limited:
-                result = await parts.engine.ocr(
-                    lane,
-                    call.document,
-                    mime_type=call.mime_type,
-                    deadline=deadline,
-                    meta=call_meta(caller, ctx),
-                    cache=cache_control(ctx.headers),
-                )
-                limited.answered(result, result.lane)
+        meta, cache = call_meta(caller, ctx), cache_control(ctx.headers)
+        result, rate_headers = await parts.held(
+            ctx,
+            caller,
+            lane,
+            None,
+            lambda: parts.engine.ocr(
+                lane,
+                call.document,
+                mime_type=call.mime_type,
+                deadline=deadline,
+                meta=meta,
+                cache=cache,
+            ),
+        )
         body = ocr_body(result, len(call.document))
-        await parts.reply(ctx, result, body, limited.rate_headers)
+        await parts.reply(ctx, result, body, rate_headers)
