@@ -19,7 +19,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
-from yarl import URL
 
 from laneway.core.errors import AttemptFailure
 from laneway.core.failures import FailureKind
@@ -31,8 +30,6 @@ _CONNECT_ERRORS = aiohttp.ClientConnectionError
 
 
 READ_CHUNK = 64 * 1024
-URLS_KEPT = 1024
-"""Parsed upstream URLs kept: a source's URLs are few and fixed, so each is parsed once."""
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int | None) -> bytes:
@@ -131,16 +128,6 @@ class AiohttpTransport:
     def __init__(self, limit: int = 1000) -> None:
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
-        self._urls: dict[str, URL] = {}
-
-    def _url(self, url: str) -> URL:
-        """``url`` parsed once: aiohttp parses a string URL on every request."""
-        parsed = self._urls.get(url)
-        if parsed is None:
-            if len(self._urls) >= URLS_KEPT:
-                self._urls.clear()
-            parsed = self._urls[url] = URL(url)
-        return parsed
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -157,7 +144,7 @@ class AiohttpTransport:
         """Send and read the whole answer; connect and body failures are classified."""
         try:
             async with self._client().request(
-                request.method, self._url(request.url), data=request.body, headers=request.headers
+                request.method, request.url, data=request.body, headers=request.headers
             ) as response:
                 body = await _read_body(response, request.max_bytes)
                 return HttpResponse(response.status, response.headers, body)
@@ -173,7 +160,7 @@ class AiohttpTransport:
         """Open a streaming answer; the connection is released on exit."""
         try:
             response = await self._client().request(
-                request.method, self._url(request.url), data=request.body, headers=request.headers
+                request.method, request.url, data=request.body, headers=request.headers
             )
         except _CONNECT_ERRORS as exc:
             raise AttemptFailure(FailureKind.CONNECT, f"cannot reach upstream: {exc}") from exc
