@@ -336,7 +336,7 @@ def main() -> int:
     parser.add_argument("--few", type=int, default=100, help="calls of the short count")
     parser.add_argument("--many", type=int, default=500, help="calls of the long count")
     parser.add_argument(
-        "--only", type=lambda text: text.split(","), help="these rows (comma-separated) only"
+        "--only", action="append", help="this row only (repeat it for more; names hold commas)"
     )
     parser.add_argument(
         "--tree",

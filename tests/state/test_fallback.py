@@ -102,3 +102,20 @@ async def test_local_state_is_replayed_when_redis_returns(
     assert warnings_about(caplog, "unreachable") == 1
     assert warnings_about(caplog, "is back") == 1
     assert await redis_client.exists(f"{redis_prefix}:{{{LANE}}}:a:q")
+
+
+async def test_only_a_source_with_a_quota_keeps_a_local_window_of_its_redis_grants(
+    redis_prefix,
+) -> None:
+    clock = FakeClock()
+    store = fallback(REDIS_URL, clock, redis_prefix)
+    for source, limits in (("free", {}), ("quota", {"rpm": 100})):
+        ask = Ask(source, f"t-{source}", tokens=5, **limits)
+        admitted = await store.admit(LANE, [source], [ask])
+        assert admitted.granted == ask
+        await store.settle(LANE, ask, 7, "ok")
+    await store.aclose()
+    assert not store.degraded
+    windows = {dump.source: [e.tokens for e in dump.entries] for dump in store.local.dump()}
+    assert windows.get("free", []) == [], "a source without a quota has no window to mirror"
+    assert windows["quota"] == [7], "a quota's window mirrors the grant, settled at its tokens"

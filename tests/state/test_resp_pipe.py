@@ -14,7 +14,7 @@ from redis.exceptions import ResponseError
 
 from laneway.state.batching import ScriptBatch
 from laneway.state.redis_client import fast_failing_client
-from laneway.state.resp import RespPipe, script_runner
+from laneway.state.resp import RespPipe, pack, script_runner
 from tests.proxy import TcpProxy
 from tests.state.conftest import REDIS_URL
 
@@ -128,3 +128,13 @@ async def test_a_tls_client_keeps_redis_py() -> None:
     client = fast_failing_client("rediss://127.0.0.1:6380/0", 0.2)
     assert isinstance(script_runner(client, 0.2), ScriptBatch)
     await client.aclose()
+
+
+def test_a_command_is_packed_in_resp_with_numbers_written_as_str_writes_them() -> None:
+    packed = pack("EVALSHA", "ab", 2, 0.1, b"\x00")
+    assert packed == b"*5\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n2\r\n$3\r\n0.1\r\n$1\r\n\x00\r\n"
+
+
+def test_a_part_redis_cannot_take_is_refused_not_sent_as_its_name() -> None:
+    with pytest.raises(TypeError):
+        pack("EVALSHA", None)

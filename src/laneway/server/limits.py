@@ -271,7 +271,8 @@ class KeyLimits:
                 tokens, usd = 0, 0.0
         else:
             tokens = used_tokens(usage) if usage is not None and usage.known else None
-            usd = self._cost(hold, answer, answered_on or hold.lane)
+            if hold.terms is not None:  # only a budget reads the cost: no pricing for rpm alone
+                usd = self._cost(hold, answer, answered_on or hold.lane)
             losers = race_losers(answer.attempts)
             if losers:  # the provider may bill a cancelled loser: it counts by its reservation
                 tokens = None if tokens is None else tokens + losers * hold.ask.tokens

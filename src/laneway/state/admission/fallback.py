@@ -112,8 +112,8 @@ class FallbackStore(SharedOrLocal):
         if ask.ticket not in self._local_tickets:
             shared = await self._try(lambda: self.shared.settle(lane, ask, tokens, code))
             if shared is not None:
-                if tokens is not None:
-                    self.local.mirror(lane, ask, tokens)
+                if tokens is not None and (ask.rpm is not None or ask.tpm is not None):
+                    self.local.mirror(lane, ask, tokens)  # a quota-less source has no window
                 return shared
         self._local_tickets.discard(ask.ticket)
         return await self.local.settle(lane, ask, tokens, code)
