@@ -109,8 +109,8 @@ async def test_only_a_source_with_a_quota_keeps_a_local_window_of_its_redis_gran
 ) -> None:
     clock = FakeClock()
     store = fallback(REDIS_URL, clock, redis_prefix)
-    for source, limits in (("free", {}), ("quota", {"rpm": 100})):
-        ask = Ask(source, f"t-{source}", tokens=5, **limits)
+    for source, rpm in (("free", None), ("quota", 100)):
+        ask = Ask(source, f"t-{source}", tokens=5, rpm=rpm)
         admitted = await store.admit(LANE, [source], [ask])
         assert admitted.granted == ask
         await store.settle(LANE, ask, 7, "ok")
