@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from laneway.app.assembly import snapshot_metrics
 from laneway.app.checks import Bind, check_config
 from laneway.app.composer import Composer
+from laneway.app.pricing import pricer_for
 from laneway.config.loaded import LoadedConfig
 from laneway.metrics import SHARE_DIR_ENV
 from laneway.server.access_log import LogFormat
@@ -79,6 +80,7 @@ class Served:
             status=self.status,
             initial=self.state,
             metrics=snapshot_metrics(self._share, os.getpid()),
+            prices=lambda loaded: pricer_for(loaded.config),
         )
 
     def check(self, loaded: LoadedConfig) -> None:

@@ -34,7 +34,7 @@ from uvicorn.supervisors import Multiprocess
 from laneway.config.loaded import LoadedConfig, read_config
 from laneway.metrics import Metrics
 from laneway.server.protocol import LimitedConfig
-from laneway.serving.forking import ForkedWorker, preload
+from laneway.serving.forking import ForkedWorker, preload, price_ahead
 from laneway.serving.published import WorkerConfigs
 from laneway.serving.rundir import ServerStatus, StatusFile
 
@@ -72,6 +72,7 @@ class Supervisor(Multiprocess):
         status: StatusFile,
         initial: ServerStatus,
         metrics: Metrics,
+        prices: Callable[[LoadedConfig], object],
     ) -> None:
         super().__init__(config, sockets)
         self.path = first.path
@@ -82,6 +83,9 @@ class Supervisor(Multiprocess):
         self.generation = 1
         self.pending: _Pending | None = None
         self.metrics = metrics
+        self.first = first
+        self.prices = prices
+        """Prices a config's lanes (the composition root's pricer): ``forking.price_ahead``."""
         self.providers = {s.provider for lane in first.config.lanes.values() for s in lane.sources}
         configs.publish(1, first)
 
@@ -90,6 +94,7 @@ class Supervisor(Multiprocess):
         try:
             loaded = read_config(self.path)
             self.check(loaded)
+            price_ahead(lambda: self.prices(loaded))
             self.configs.publish(self.generation + 1, loaded)
         except Exception as exc:  # any failure is a refusal: the supervisor and workers go on
             reason = str(exc) or type(exc).__name__
@@ -126,7 +131,7 @@ class Supervisor(Multiprocess):
         previous = signal.set_wakeup_fd(waker.fileno())
         try:
             uvicorn_log.info("Started parent process [%d]", os.getpid())
-            preload(self.providers)
+            preload(self.providers, lambda: self.prices(self.first))
             self.init_processes()
             self._supervise(wake)
             self.terminate_all()
