@@ -64,3 +64,21 @@ def until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, what
         time.sleep(0.02)
+
+
+def record_catalogue_searches(monkeypatch: Any, cache_dir: str) -> list[list[tuple[str, str]]]:
+    """Every genai-prices catalogue search, made in this process (no fork) and finding
+    nothing, into ``cache_dir``; returns the list each search's wanted pairs are added to."""
+    from laneway.accounting import pricer as pricer_module
+    from laneway.accounting.price_cache import CACHE_DIR_ENV
+
+    searches: list[list[tuple[str, str]]] = []
+
+    def search(wanted: list[tuple[str, str]]) -> list[None]:
+        searches.append(list(wanted))
+        return [None] * len(wanted)
+
+    monkeypatch.setenv(CACHE_DIR_ENV, cache_dir)
+    monkeypatch.setattr(pricer_module, "_search_catalogue", search)
+    monkeypatch.setattr(pricer_module, "can_fork", lambda: False)
+    return searches

@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from laneway.accounting import Pricer, price_cache
-from laneway.accounting import pricer as pricer_module
-from laneway.accounting.price_cache import CACHE_DIR_ENV
+from laneway.accounting import Pricer
 from laneway.accounting.pricer import catalogue_prices
 from laneway.config.models import LanewayConfig
 from laneway.core.records import CallRecord
 from laneway.core.types import Attempt, Usage
+from tests.helpers import record_catalogue_searches
 
 WHEN = 1_750_000_000.0
 
@@ -203,15 +201,7 @@ def test_an_unsafe_or_broken_cache_file_is_searched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file others may write, or that does not unpickle, is not read: the catalogue is."""
-    searched: list[list[tuple[str, str]]] = []
-
-    def search(wanted: Sequence[tuple[str, str]]) -> list[price_cache.Found]:
-        searched.append(list(wanted))
-        return [None] * len(wanted)
-
-    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(pricer_module, "_search_catalogue", search)
-    monkeypatch.setattr(pricer_module, "can_fork", lambda: False)
+    searched = record_catalogue_searches(monkeypatch, str(tmp_path))
     catalogue_prices(WANTED)
     catalogue_prices(WANTED)
     assert searched == [WANTED], "the second start answered from the file"

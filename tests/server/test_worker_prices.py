@@ -6,17 +6,15 @@ runs in it), so a search there keeps the catalogue's data set in every worker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from laneway.accounting import Pricer, price_cache
-from laneway.accounting import pricer as pricer_module
-from laneway.accounting.price_cache import CACHE_DIR_ENV
+from laneway.accounting import Pricer
 from laneway.app.pricing import pricer_for
 from laneway.config.models import LanewayConfig
 from laneway.serving import forking
+from tests.helpers import record_catalogue_searches
 
 SOURCE = ("gpt-4o", "http://127.0.0.1:1/v1")
 
@@ -24,16 +22,7 @@ SOURCE = ("gpt-4o", "http://127.0.0.1:1/v1")
 @pytest.fixture
 def searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, str]]]:
     """Every catalogue search, made here (no fork), into a cache folder of the test's own."""
-    searches: list[list[tuple[str, str]]] = []
-
-    def search(wanted: Sequence[tuple[str, str]]) -> list[price_cache.Found]:
-        searches.append(list(wanted))
-        return [None] * len(wanted)
-
-    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(pricer_module, "_search_catalogue", search)
-    monkeypatch.setattr(pricer_module, "can_fork", lambda: False)
-    return searches
+    return record_catalogue_searches(monkeypatch, str(tmp_path))
 
 
 def lanes(**price: float) -> LanewayConfig:
