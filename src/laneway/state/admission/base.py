@@ -44,6 +44,11 @@ class Ask:
     quota: str = ""
 
     @property
+    def quota_limited(self) -> bool:
+        """Whether the ask reserves in a quota window (an ``rpm`` or a ``tpm``)."""
+        return self.rpm is not None or self.tpm is not None
+
+    @property
     def quota_source(self) -> str:
         """The name whose quota window holds this ask's reservation."""
         return self.quota or self.source

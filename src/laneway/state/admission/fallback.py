@@ -75,7 +75,7 @@ class FallbackStore(SharedOrLocal):
         shared = await self._try(lambda: self.shared.admit(lane, sources, asks))
         if shared is not None:
             granted = shared.granted
-            if granted is None or (granted.rpm is None and granted.tpm is None):
+            if granted is None or not granted.quota_limited:
                 return shared
             if (
                 self._recovered_at is None
@@ -112,8 +112,8 @@ class FallbackStore(SharedOrLocal):
         if ask.ticket not in self._local_tickets:
             shared = await self._try(lambda: self.shared.settle(lane, ask, tokens, code))
             if shared is not None:
-                if tokens is not None and (ask.rpm is not None or ask.tpm is not None):
-                    self.local.mirror(lane, ask, tokens)  # a quota-less source has no window
+                if tokens is not None and ask.quota_limited:
+                    self.local.mirror(lane, ask, tokens)
                 return shared
         self._local_tickets.discard(ask.ticket)
         return await self.local.settle(lane, ask, tokens, code)
@@ -168,7 +168,7 @@ class FallbackStore(SharedOrLocal):
 
 def _shared_out(ask: Ask, share: float) -> Ask:
     """``ask`` with its quotas cut to this replica's share (at least one request)."""
-    if ask.rpm is None and ask.tpm is None:
+    if not ask.quota_limited:
         return ask
     rpm = None if ask.rpm is None else max(math.floor(ask.rpm * share), 1)
     tpm = None if ask.tpm is None else max(math.floor(ask.tpm * share), 1)

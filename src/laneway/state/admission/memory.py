@@ -171,7 +171,7 @@ class MemoryStore:
             held = state.probe_wait(now)
             if held > 0:
                 return Refusal(ask.source, held, PROBE)
-        if ask.rpm is not None or ask.tpm is not None:
+        if ask.quota_limited:
             wait = quota.window.reserve(
                 ask.ticket, ask.tokens, rpm=ask.rpm, tpm=ask.tpm, window=ask.window, now=now
             )

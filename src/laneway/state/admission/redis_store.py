@@ -204,7 +204,7 @@ class RedisStore:
 
 def _reserves_nothing(ask: Ask) -> bool:
     """Whether Redis would grant ``ask`` whatever it holds (no quota, no probe lease)."""
-    return ask.rpm is None and ask.tpm is None and ask.probe <= 0
+    return not ask.quota_limited and ask.probe <= 0
 
 
 def _record(raw: list[Any], offset: float) -> SourceRecord:
