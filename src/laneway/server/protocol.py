@@ -41,8 +41,6 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from laneway.server.one_write import OneWriteCycle
-
 DEPARTURE = "laneway.departure"
 """The scope key of a request's ``Departure`` (absent under other servers)."""
 
@@ -292,16 +290,11 @@ class GatewayProtocol(HttpToolsProtocol):
             raise HeadRefused(f"the request head is over {self.limits.max_header_bytes} bytes")
 
     def on_headers_complete(self) -> None:
-        """Give the request its ``Departure`` before its task first runs; the body is now due.
-
-        uvicorn builds the request's cycle here with no way to choose its class,
-        so it is re-classed at once to ``OneWriteCycle`` (which adds one method).
-        """
+        """Give the request its ``Departure`` before its task first runs; the body is now due."""
         self.phase = _BODY
         self.expires = self.loop.time() + self.limits.body_timeout
         super().on_headers_complete()
         if self.cycle is not None:
-            self.cycle.__class__ = OneWriteCycle
             self.cycle.scope[DEPARTURE] = Departure()  # type: ignore[literal-required]
 
     def on_message_complete(self) -> None:
