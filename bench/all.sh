@@ -2,7 +2,7 @@
 # Every gateway benchmark of issue 16, one after another, each rewriting its own section
 # of docs/benchmarks.md; prints the time each took and the total.
 #
-#   bash bench/all.sh            full figures (~15 minutes on a quiet 2-core box)
+#   bash bench/all.sh            full figures (~27 minutes on a 2-core box; 32 with --litellm and RSS_SECONDS=300)
 #   bash bench/all.sh --quick    every script in its quick mode (~3 minutes; not for the doc)
 #   bash bench/all.sh --litellm  LiteLLM's proxy beside laneway where it can run the load
 #                                (its venv, bench/.venv-litellm, is built on first use: ~2 min)

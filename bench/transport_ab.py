@@ -18,7 +18,6 @@ tokio's included) per request, then one 5 s run at c=1 for the p50. Written to
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -28,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gateway_setup as setup
 import _wrk
+from _ab import alternate
 from _procs import Proc, free_port, spawn, wait_ready
-from _report import median, provenance, write_section
+from _report import provenance, write_section
 from http_stack import TMP_VENV, ensure_tmp_packages
 from nginx_upstream import start_nginx
 
@@ -80,12 +80,6 @@ def serve_on_pyreqwest(argv: list[str]) -> int:
     return main(argv)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of process ``pid``, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def start(stack: ExitStack, client: str, config: Path) -> tuple[Proc, int]:
     """One ``laneway serve`` on CPU 0 whose upstream client is ``client``."""
     port = free_port()
@@ -112,26 +106,7 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, dict[str, floa
         headers = setup.AUTH_HEADERS if args.keyed else {}
         body = setup.request_body(setup.LANE)
         script = _wrk.write_script(scratch / "post.lua", body, headers)
-        rounds: dict[str, list[tuple[float, float]]] = {client: [] for client in CLIENTS}
-        for number in range(args.rounds):
-            for client, (proc, port) in servers.items():
-                _wrk.run(script, port, setup.PATH, 32, 1, LOAD_CPU)
-                before = cpu_seconds(proc.popen.pid)
-                run = _wrk.run(script, port, setup.PATH, 32, 5, LOAD_CPU)
-                spent = cpu_seconds(proc.popen.pid) - before
-                if run.non2xx or run.errors:
-                    raise RuntimeError(f"{client}: {run.non2xx} non-2xx, {run.errors} errors")
-                rounds[client].append((run.requests / run.duration_s, spent / run.requests * 1e6))
-            print(f"round {number + 1}: {dict((c, r[-1]) for c, r in rounds.items())}", flush=True)
-        figures = {}
-        for client, (_, port) in servers.items():
-            single = _wrk.run(script, port, setup.PATH, 1, 5, LOAD_CPU)
-            figures[client] = {
-                "rps": median([rps for rps, _ in rounds[client]]),
-                "cpu_us": median([cpu for _, cpu in rounds[client]]),
-                "p50_us": single.p50_us,
-            }
-        return figures
+        return alternate(servers, script, setup.PATH, args.rounds, LOAD_CPU)
 
 
 def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
