@@ -54,3 +54,18 @@ def alternate(
             "p50_us": single.p50_us,
         }
     return figures
+
+
+def table(figures: Mapping[str, Mapping[str, float]], label: str, against: str) -> list[str]:
+    """The figures as Markdown rows, each ratio against the first row (named ``against``)."""
+    base = next(iter(figures.values()))
+    lines = [
+        f"| {label} | c=32 req/s | vs {against} | CPU µs/request | vs {against} | c=1 p50 µs |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in figures.items():
+        lines.append(
+            f"| {name} | {row['rps']:,.0f} | {row['rps'] / base['rps']:.2f}× | "
+            f"{row['cpu_us']:,.0f} | {row['cpu_us'] / base['cpu_us']:.2f}× | {row['p50_us']:,.0f} |"
+        )
+    return lines

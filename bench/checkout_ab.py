@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gateway_setup as setup
 import _wrk
-from _ab import Server, alternate
+from _ab import Server, alternate, table
 from _procs import free_port, spawn
 from _report import provenance, write_section
 from gateway import wait_first_200
@@ -92,7 +92,6 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, dict[str, floa
 
 def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
     """The section: a row per checkout, the second's ratios against the first."""
-    base = next(iter(figures.values()))
     lane = (
         "every feature on"
         if args.every_feature
@@ -105,14 +104,8 @@ def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> st
         f"One chat lane on nginx, {lane}; {args.rounds} alternating rounds of 5 s at c=32 "
         "(medians), then 5 s at c=1. CPU is the server process's, every thread.",
         "",
-        "| checkout | c=32 req/s | vs before | CPU µs/request | vs before | c=1 p50 µs |",
-        "|---|---:|---:|---:|---:|---:|",
+        *table(figures, "checkout", "before"),
     ]
-    for name, row in figures.items():
-        lines.append(
-            f"| {name} | {row['rps']:,.0f} | {row['rps'] / base['rps']:.2f}× | "
-            f"{row['cpu_us']:,.0f} | {row['cpu_us'] / base['cpu_us']:.2f}× | {row['p50_us']:,.0f} |"
-        )
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gateway_setup as setup
 import _wrk
-from _ab import alternate
+from _ab import alternate, table
 from _procs import Proc, free_port, spawn, wait_ready
 from _report import provenance, write_section
 from http_stack import TMP_VENV, ensure_tmp_packages
@@ -111,7 +111,6 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, dict[str, floa
 
 def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
     """The section: one row per client, ratios against aiohttp."""
-    base = figures["aiohttp"]
     lane = "a key with an `rpm`" if args.keyed else "a plain lane (no key, metrics, telemetry)"
     lines = [
         "## Upstream client inside `laneway serve`: aiohttp vs pyreqwest",
@@ -119,14 +118,8 @@ def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> st
         f"One chat lane on nginx, {lane}, access log off; {args.rounds} rounds of 5 s at "
         "c=32 (medians), then 5 s at c=1. CPU is the server process's, every thread.",
         "",
-        "| upstream client | c=32 req/s | vs aiohttp | CPU µs/request | vs aiohttp | c=1 p50 µs |",
-        "|---|---:|---:|---:|---:|---:|",
+        *table(figures, "upstream client", "aiohttp"),
     ]
-    for client, row in figures.items():
-        lines.append(
-            f"| {client} | {row['rps']:,.0f} | {row['rps'] / base['rps']:.2f}× | "
-            f"{row['cpu_us']:,.0f} | {row['cpu_us'] / base['cpu_us']:.2f}× | {row['p50_us']:,.0f} |"
-        )
     return "\n".join(lines)
 
 
