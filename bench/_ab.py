@@ -14,7 +14,7 @@ from pathlib import Path
 
 import _wrk
 from _procs import Proc
-from _report import median
+from _report import median, provenance, write_section
 
 Server = tuple[Proc, int]
 """A started server and its port."""
@@ -69,3 +69,23 @@ def table(figures: Mapping[str, Mapping[str, float]], label: str, against: str) 
             f"{row['cpu_us']:,.0f} | {row['cpu_us'] / base['cpu_us']:.2f}× | {row['p50_us']:,.0f} |"
         )
     return lines
+
+
+def section(
+    title: str,
+    command: str,
+    setting: str,
+    figures: Mapping[str, Mapping[str, float]],
+    label: str,
+    against: str,
+) -> str:
+    """A ``docs/benchmarks.md`` section: heading, provenance, ``setting``, the table (``table``)."""
+    lines = [f"## {title}", provenance(command), setting, "", *table(figures, label, against)]
+    return "\n".join(lines)
+
+
+def publish(name: str, markdown: str, write: bool) -> None:
+    """Print the section, and write it to ``docs/benchmarks.md`` unless told not to."""
+    print(markdown)
+    if write:
+        write_section(name, markdown)

@@ -27,9 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gateway_setup as setup
 import _wrk
-from _ab import Server, alternate, table
+from _ab import Server, alternate, publish, section
 from _procs import free_port, spawn
-from _report import provenance, write_section
 from gateway import wait_first_200
 from nginx_upstream import start_nginx
 
@@ -98,15 +97,13 @@ def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> st
         else "a plain lane (no key, metrics, telemetry, access log)"
     )
     command = f"{COMMAND} BEFORE AFTER --rounds {args.rounds}"
-    lines = [
-        "## Two checkouts, one load: what a change to the request path costs",
-        provenance(command + (" --every-feature" if args.every_feature else "")),
+    command += " --every-feature" if args.every_feature else ""
+    setting = (
         f"One chat lane on nginx, {lane}; {args.rounds} alternating rounds of 5 s at c=32 "
-        "(medians), then 5 s at c=1. CPU is the server process's, every thread.",
-        "",
-        *table(figures, "checkout", "before"),
-    ]
-    return "\n".join(lines)
+        "(medians), then 5 s at c=1. CPU is the server process's, every thread."
+    )
+    title = "Two checkouts, one load: what a change to the request path costs"
+    return section(title, command, setting, figures, "checkout", "before")
 
 
 def main() -> int:
@@ -121,13 +118,9 @@ def main() -> int:
     args = parser.parse_args()
     for checkout in (args.before, args.after):
         if not (checkout / ".venv" / "bin" / "laneway").exists():
-            print(f"{checkout}: no .venv/bin/laneway (run `uv sync` there)", file=sys.stderr)
-            return 2
+            parser.error(f"{checkout}: no .venv/bin/laneway (run `uv sync` there)")
     figures = measure(args, Path(tempfile.mkdtemp(prefix="checkout-ab-")))
-    markdown = render(figures, args)
-    print(markdown)
-    if not args.no_write:
-        write_section("checkout-ab", markdown)
+    publish("checkout-ab", render(figures, args), write=not args.no_write)
     return 0
 
 

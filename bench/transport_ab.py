@@ -27,9 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _gateway_setup as setup
 import _wrk
-from _ab import alternate, table
+from _ab import alternate, publish, section
 from _procs import Proc, free_port, spawn, wait_ready
-from _report import provenance, write_section
 from http_stack import TMP_VENV, ensure_tmp_packages
 from nginx_upstream import start_nginx
 
@@ -112,15 +111,13 @@ def measure(args: argparse.Namespace, scratch: Path) -> dict[str, dict[str, floa
 def render(figures: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
     """The section: one row per client, ratios against aiohttp."""
     lane = "a key with an `rpm`" if args.keyed else "a plain lane (no key, metrics, telemetry)"
-    lines = [
-        "## Upstream client inside `laneway serve`: aiohttp vs pyreqwest",
-        provenance(COMMAND + (" --keyed" if args.keyed else "")),
+    setting = (
         f"One chat lane on nginx, {lane}, access log off; {args.rounds} rounds of 5 s at "
-        "c=32 (medians), then 5 s at c=1. CPU is the server process's, every thread.",
-        "",
-        *table(figures, "upstream client", "aiohttp"),
-    ]
-    return "\n".join(lines)
+        "c=32 (medians), then 5 s at c=1. CPU is the server process's, every thread."
+    )
+    title = "Upstream client inside `laneway serve`: aiohttp vs pyreqwest"
+    command = COMMAND + (" --keyed" if args.keyed else "")
+    return section(title, command, setting, figures, "upstream client", "aiohttp")
 
 
 def main() -> int:
@@ -134,10 +131,7 @@ def main() -> int:
         print(f"pyreqwest unavailable: {reason}", file=sys.stderr)
         return 1
     figures = measure(args, Path(tempfile.mkdtemp(prefix="transport-ab-")))
-    markdown = render(figures, args)
-    print(markdown)
-    if not args.no_write:
-        write_section("transport-ab", markdown)
+    publish("transport-ab", render(figures, args), write=not args.no_write)
     return 0
 
 
